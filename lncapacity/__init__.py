@@ -1,0 +1,38 @@
+"""lncapacity: certified LayerNorm networks.
+
+Constructs width-3 LN-Nets (affine maps alternating with LayerNorm, no other
+activation) that classify a labeled point set, following the Projection Merge
+Algorithm of Ni, Guo, Jia and Huang, "On the Nonlinearity of Layer
+Normalization" (ICML 2024); certifies them with rigorous ball arithmetic; and
+checks them in floating point.
+
+>>> import lncapacity
+>>> net = lncapacity.build([[0, 0], [0, 1], [1, 0], [1, 1]], [0, 1, 1, 0])
+>>> lncapacity.certify(net, [[0, 0], [0, 1], [1, 0], [1, 1]], [0, 1, 1, 0]).all_certified
+True
+"""
+
+__version__ = "0.1.0"
+
+from .certify import Certificate, certify
+from .classifier import LNNetClassifier
+from .construct import build
+from .data import PointSet, load_points, points_from_arrays
+from .errors import InputError
+from .fileformat import load, save
+from .model import LNNet
+
+__all__ = [
+    "Certificate",
+    "InputError",
+    "LNNet",
+    "LNNetClassifier",
+    "PointSet",
+    "__version__",
+    "build",
+    "certify",
+    "load",
+    "load_points",
+    "points_from_arrays",
+    "save",
+]

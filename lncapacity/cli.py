@@ -1,0 +1,268 @@
+"""The ``lncapacity`` command line: a thin layer over the library.
+
+Exit codes: 0 success; 2 bad input, or a certificate that fails; 1 an internal
+error (a bug: please report it).  Output files are written atomically and only
+after every check has passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import __version__, fileformat, floats
+from .certify import Certificate, certify
+from .construct import METHODS, build
+from .data import PointSet, load_points
+from .errors import InputError
+from .model import LNNet
+
+EXIT_OK, EXIT_INTERNAL, EXIT_BAD = 0, 1, 2
+
+
+class Bar:
+    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
+
+    def __init__(self, label: str, enabled: bool) -> None:
+        self.label, self.enabled, self.last, self.drawn = label, enabled, 0.0, False
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if not self.enabled or (now - self.last < 0.1 and done < total):
+            return
+        self.last, self.drawn = now, True
+        frac = done / total if total else 1.0
+        filled = int(30 * frac)
+        sys.stderr.write(f"\r{self.label:<11} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total}")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.drawn:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="lncapacity",
+        description="Certified LayerNorm networks (Ni et al., ICML 2024): build, certify, verify.",
+    )
+    p.add_argument("--version", action="version", version=f"lncapacity {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def common(q: argparse.ArgumentParser) -> None:
+        q.add_argument("--certificate", metavar="CERT.json", help="write the per-point certificate")
+        q.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
+        q.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    c = sub.add_parser(
+        "certify",
+        help="build a width-3 LN-Net for labelled points and certify it",
+        description="Build a width-3 LN-Net that classifies every point of DATA (CSV with a "
+        "'label' column, .npy with labels in the last column, or .npz with X and y), certify "
+        "it with rigorous ball arithmetic, and check it in float64 and float32.",
+    )
+    c.add_argument("data", metavar="DATA")
+    c.add_argument("--out", metavar="NET.json", help="write the net (lnnet/1)")
+    c.add_argument("--eps", default="0", help="LayerNorm epsilon, exact (default 0; 1e-5 as torch)")
+    c.add_argument("--depth", type=int, metavar="L", help="pad to exactly L LayerNorm layers")
+    c.add_argument("--method", default="pma", choices=sorted(METHODS), help="construction")
+    c.add_argument("--seed", type=int, default=0, help="seed for the choice of projection")
+    common(c)
+
+    v = sub.add_parser(
+        "verify",
+        help="independently re-certify a saved net on labelled points",
+        description="Load an lnnet/1 file and certify, from scratch, that it classifies every "
+        "point of DATA; exit 2 if any point is not certified.",
+    )
+    v.add_argument("net", metavar="NET.json")
+    v.add_argument("data", metavar="DATA")
+    common(v)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except InputError as e:
+        print(f"lncapacity: error: {e}", file=sys.stderr)
+        return EXIT_BAD
+    except KeyboardInterrupt:
+        print("lncapacity: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # a bug: one line, unless asked for the traceback
+        if os.environ.get("LNCAPACITY_DEBUG"):
+            raise
+        print(
+            f"lncapacity: internal error: {type(e).__name__}: {e} "
+            "(set LNCAPACITY_DEBUG=1 for the traceback, and please report it)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+def _run(label: str, quiet: bool, f: Callable[[Bar], Any]) -> tuple[Any, float]:
+    bar = Bar(label, not quiet and sys.stderr.isatty())
+    start = time.perf_counter()
+    try:
+        return f(bar), time.perf_counter() - start
+    finally:
+        bar.close()
+
+
+def cmd_certify(args: argparse.Namespace) -> int:
+    points = load_points(args.data)
+    net, t_build = _run(
+        "folding",
+        args.quiet,
+        lambda bar: build(
+            points,
+            eps=args.eps,
+            depth=args.depth,
+            method=args.method,
+            seed=args.seed,
+            progress=bar,
+        ),
+    )
+    return _check_and_report(args, net, points, {"build": t_build}, out=args.out)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    net = fileformat.load(args.net)
+    points = load_points(args.data)
+    return _check_and_report(args, net, points, {}, out=None)
+
+
+COMMANDS = {"certify": cmd_certify, "verify": cmd_verify}
+
+
+def _check_and_report(
+    args: argparse.Namespace,
+    net: LNNet[Any],
+    points: PointSet,
+    seconds: dict[str, float],
+    out: str | None,
+) -> int:
+    cert, seconds["certify"] = _run(
+        "certifying", args.quiet, lambda bar: certify(net, points, progress=bar)
+    )
+    checks = [floats.check(net, points, dt) for dt in floats.DTYPES]
+    if cert.all_certified:
+        if args.certificate:
+            fileformat.write_atomic(
+                args.certificate, fileformat.dumps(_certificate_json(cert, net, points))
+            )
+        if out:
+            fileformat.save(net, out)
+    summary = _summary(net, points, cert, checks, seconds, out, args.certificate)
+    if args.json:
+        print(json.dumps(summary, indent=1))
+    else:
+        print(_text(summary))
+    if not cert.all_certified:
+        bad = ", ".join(_where(points, p.index) for p in cert.failures[:5])
+        more = len(cert.failures) - 5
+        print(
+            f"lncapacity: error: certificate fails at {bad}"
+            + (f" and {more} more" if more > 0 else "")
+            + ("; nothing written" if out or args.certificate else ""),
+            file=sys.stderr,
+        )
+        return EXIT_BAD
+    return EXIT_OK
+
+
+def _where(points: PointSet, k: int) -> str:
+    rows = points.origins[k]
+    return f"point {k} ({points.unit} {rows[0]})"
+
+
+def _certificate_json(cert: Certificate, net: LNNet[Any], points: PointSet) -> dict[str, Any]:
+    import hashlib
+
+    digest = hashlib.sha256(
+        json.dumps(fileformat.to_dict(net), sort_keys=True).encode()
+    ).hexdigest()
+    d = cert.to_dict()
+    d["net_sha256"] = digest
+    d["data"] = points.source
+    for r in d["results"]:
+        r[points.unit + "s"] = list(points.origins[r["point"]])
+    return d
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _summary(
+    net: LNNet[Any],
+    points: PointSet,
+    cert: Certificate,
+    checks: list[floats.FloatCheck],
+    seconds: dict[str, float],
+    out: str | None,
+    cert_path: str | None,
+) -> dict[str, Any]:
+    written = cert.all_certified
+    return {
+        "data": points.source,
+        "points": points.m,
+        "duplicates_merged": points.duplicates,
+        "dim": points.d,
+        "classes": list(net.classes),
+        "method": net.meta.get("method"),
+        "eps": str(net.eps),
+        "depth": net.depth,
+        "folds": net.meta.get("folds"),
+        "depth_bound": max(points.m - 2, 0),
+        "certified": cert.certified,
+        "all_certified": cert.all_certified,
+        "min_certified_margin": _finite(cert.min_margin),
+        "precision_bits": cert.precision,
+        "float": {
+            c.dtype: {"agree": c.agree, "total": c.total, "min_margin": _finite(c.min_margin)}
+            for c in checks
+        },
+        "net": out if written else None,
+        "certificate": cert_path if written else None,
+        "seconds": {k: round(v, 3) for k, v in seconds.items()},
+    }
+
+
+def _text(s: dict[str, Any]) -> str:
+    def num(x: float | None) -> str:
+        return "none (one class)" if x is None else f"{x:.4g}"
+
+    dup = f", {s['duplicates_merged']} duplicate rows merged" if s["duplicates_merged"] else ""
+    classes = ", ".join(map(str, s["classes"]))
+    lines = [
+        f"{s['data']}: {s['points']} points in R^{s['dim']}, classes {classes}{dup}",
+        f"net: width 3, depth {s['depth']} (bound m - 2 = {s['depth_bound']})"
+        + (f", {s['folds']} folds" if s["folds"] is not None and s["folds"] != s["depth"] else "")
+        + (f", method {s['method']}" if s["method"] else "")
+        + f", eps {s['eps']}",
+        f"certified: {s['certified']}/{s['points']} points, min certified margin "
+        f"{num(s['min_certified_margin'])} ({s['precision_bits']} bits)",
+    ]
+    for dt, c in s["float"].items():
+        flag = "" if c["agree"] == c["total"] else "  WARNING: float disagrees with the certificate"
+        lines.append(
+            f"{dt}: {c['agree']}/{c['total']} agree, min margin {num(c['min_margin'])}{flag}"
+        )
+    for key in ("net", "certificate"):
+        if s[key]:
+            lines.append(f"wrote {s[key]}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

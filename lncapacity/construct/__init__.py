@@ -1,0 +1,7 @@
+"""Constructions of LN-Nets with exact rational weights (seed 000, Algorithm 1)."""
+
+from .build import METHODS, build
+from .fold import Chain, FoldStep, fold_layer
+from .project import project, runs
+
+__all__ = ["METHODS", "Chain", "FoldStep", "build", "fold_layer", "project", "runs"]

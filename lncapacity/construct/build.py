@@ -1,0 +1,138 @@
+"""Assemble a certified-by-construction binary LN-Net from a point set.
+
+Pipeline (seed 000; note math.md sections 2-3): project to a line
+(:mod:`.project`), fold until at most two label runs remain (:mod:`.pma`),
+optionally pad to an exact depth with injective layers, then read out with a
+threshold between the two runs.  Every weight is an exact rational.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from flint import fmpq
+
+from .. import __version__
+from ..arith import dyadic_between, exact
+from ..data import PointSet, points_from_arrays
+from ..errors import InputError
+from ..model import Affine, Label, LNNet
+from .fold import Chain, FoldStep, V, fold_layer, read_vector
+from .pma import Progress, order_groups, pma
+from .project import project, runs
+
+WIDTH = 3
+METHODS: dict[str, Callable[[Chain, Sequence[int], Progress | None], None]] = {"pma": pma}
+
+
+def build(
+    X: Any,
+    y: Any = None,
+    *,
+    eps: object = 0,
+    depth: int | None = None,
+    method: str = "pma",
+    classes: Sequence[Label] | None = None,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> LNNet[fmpq]:
+    """A width-3 LN-Net that classifies every point of ``(X, y)`` correctly.
+
+    ``X`` is a :class:`~lncapacity.data.PointSet` (then ``y`` is omitted) or an
+    array of points with labels ``y``.  ``eps >= 0`` is LayerNorm's epsilon
+    (exact; ``"1e-5"`` is 1/100000).  ``depth``: pad to exactly this many
+    LayerNorm layers (an error if the construction needs more).  ``classes``:
+    the readout's rows (default: the sorted labels present), so a labeling that
+    uses one class of two still scores both.  At most ``m - 2`` layers for
+    ``m`` distinct points (seed 000, Theorem).
+    """
+    points = X if isinstance(X, PointSet) else points_from_arrays(X, y)
+    eps_q = _eps(eps)
+    if method not in METHODS:
+        raise InputError(f"unknown method {method!r} (choose from {', '.join(METHODS)})")
+    if depth is not None and (not isinstance(depth, int) or depth < 0):
+        raise InputError(f"depth must be a non-negative integer, got {depth!r}")
+    cls = tuple(points.classes if classes is None else classes)
+    if missing := sorted(set(points.y) - set(cls), key=str):
+        raise InputError(f"labels {missing} are not among the classes {list(cls)}")
+    if len(set(points.y)) > 2:
+        raise InputError(
+            f"{len(set(points.y))} classes: only the binary construction exists so far"
+        )
+    meta: dict[str, Any] = {"generator": f"lncapacity {__version__}", "method": method}
+    if len(set(points.y)) == 1:
+        return _constant_net(points, eps_q, cls, depth or 0, meta)
+
+    present = sorted(set(points.y), key=cls.index)
+    y01 = [present.index(label) for label in points.y]
+    w, t = project(points.X, y01, seed=seed)
+    chain = Chain(t, eps_q)
+    METHODS[method](chain, y01, progress)
+    needed = len(chain.steps)
+    if depth is not None:
+        if needed > depth:
+            raise InputError(f"this labeling needs {needed} LayerNorm layers, more than {depth}")
+        _pad(chain, depth - needed)
+    meta.update(projection=[str(wi) for wi in w], folds=needed, depth=len(chain.steps))
+
+    layers, read = [], w
+    for step in chain.steps:
+        layers.append(fold_layer(read, step))
+        read = read_vector(step.read)
+    theta, left = _threshold(chain, y01)
+    rows = {present[left]: (-1, theta), present[1 - left]: (1, -theta)}
+    W = tuple(tuple(rows[c][0] * a for a in read) if c in rows else _zeros(read) for c in cls)
+    b = tuple(rows[c][1] if c in rows else fmpq(-1) for c in cls)
+    readout = Affine(W, b, {"kind": "threshold", "threshold": str(theta)})
+    return LNNet(points.d, WIDTH, eps_q, tuple(layers), readout, cls, meta)
+
+
+def _eps(eps: object) -> fmpq:
+    try:
+        q = exact(eps)
+    except ValueError:
+        raise InputError(f"eps must be a finite number, got {eps!r}") from None
+    if q < 0:
+        raise InputError(f"eps must be >= 0, got {eps}")
+    return q
+
+
+def _zeros(read: Sequence[fmpq]) -> tuple[fmpq, ...]:
+    return tuple(fmpq(0) for _ in read)
+
+
+def _pad(chain: Chain, count: int) -> None:
+    """Append ``count`` injective folds (centre left of every value; order reverses)."""
+    everything = [list(range(len(chain.t)))]
+    for _ in range(count):
+        lo, hi = chain.lower(everything), chain.upper(everything)
+        span = max(hi - lo, fmpq(1, 2**20))
+        centre = dyadic_between(lo - 2 * span, lo - span)
+        chain.push(FoldStep(centre, dyadic_between(span / 2, span), kind="pad"))
+
+
+def _threshold(chain: Chain, y: Sequence[int]) -> tuple[fmpq, int]:
+    """A rational strictly between the two label runs, and the left run's label."""
+    groups = order_groups(chain, [[k] for k in range(len(y))], y)
+    labels = [y[g[0]] for g in groups]
+    assert runs(labels) == 2, "the construction must end with two runs"
+    split = next(k for k in range(len(groups)) if labels[k] != labels[0])
+    lo, hi = chain.upper(groups[:split]), chain.lower(groups[split:])
+    return dyadic_between(lo, hi), labels[0]
+
+
+def _constant_net(
+    points: PointSet, eps: fmpq, cls: tuple[Label, ...], depth: int, meta: dict[str, Any]
+) -> LNNet[fmpq]:
+    """One class present: every layer constant (``LN(v)`` is defined for any eps), bias picks it."""
+    zero = tuple(fmpq(0) for _ in range(points.d))
+    layers = []
+    for i in range(depth):
+        W = tuple(zero if i == 0 else (fmpq(0),) * WIDTH for _ in range(WIDTH))
+        layers.append(Affine(W, V, {"kind": "constant"}))
+    width_in = points.d if depth == 0 else WIDTH
+    W = tuple((fmpq(0),) * width_in for _ in cls)
+    b = tuple(fmpq(int(c == points.y[0])) for c in cls)
+    meta.update(folds=0, depth=depth)
+    return LNNet(points.d, WIDTH, eps, tuple(layers), Affine(W, b), cls, meta)

@@ -1,0 +1,137 @@
+"""The width-3 fold gadget and the scalar chain it induces.
+
+Let ``u = (1, -1, 0)`` and ``v = (1, 1, -2)``: both orthogonal to ``1`` and to
+each other, ``|u|^2 = 2``, ``|v|^2 = 6``.  A fold layer with centre ``c``,
+offset ``beta > 0`` and scale ``S > 0`` maps a scalar ``p`` (a linear read of
+the previous layer) to ``y = S((p - c) u + beta v)``.  Since ``mean y = 0`` and
+``var y = S^2 (2 (p - c)^2 + 6 beta^2) / 3``, the next layer's read
+``a = alpha v + gamma u`` of ``LN(y)`` is (note math.md section 2)::
+
+    p' = S (6 alpha beta + 2 gamma (p - c)) / sqrt(S^2 (2 (p - c)^2 + 6 beta^2) / 3 + eps).
+
+With ``gamma = 0`` (the fold read) ``p'`` depends on ``p`` only through
+``(p - c)^2`` and strictly decreases in ``|p - c|``, for every ``eps >= 0``: the
+*fold lemma*.  Points at equal distance from ``c`` merge; order is by distance.
+
+A construction is a list of :class:`FoldStep` over exact rationals; the scalar
+values it produces are tracked by :class:`Chain` in rigorous ball arithmetic,
+replayed at a higher precision whenever a decision needs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from flint import arb, fmpq
+
+from ..arith import arb_to_fmpq, ball, precision
+from ..model import Affine
+
+U = (fmpq(1), fmpq(-1), fmpq(0))
+V = (fmpq(1), fmpq(1), fmpq(-2))
+
+ONE = fmpq(1)
+FOLD_READ = (ONE, fmpq(0))
+"""``(alpha, gamma)`` of the plain fold read ``a = v``."""
+
+
+@dataclass(frozen=True)
+class FoldStep:
+    """One LayerNorm layer of the gadget, and how the next map reads its output.
+
+    ``centre``, ``offset``, ``scale``: ``y = scale ((p - centre) u + offset v)``;
+    ``read = (alpha, gamma)``: the next layer (or the readout) reads
+    ``alpha v + gamma u``.
+    """
+
+    centre: fmpq
+    offset: fmpq
+    scale: fmpq = ONE
+    read: tuple[fmpq, fmpq] = FOLD_READ
+    kind: str = "fold"
+
+    def __post_init__(self) -> None:
+        if not (self.offset > 0 and self.scale > 0):
+            raise ValueError("a fold needs offset > 0 and scale > 0")
+
+    def __call__(self, p: arb, eps: arb) -> arb:
+        """The next scalar ``p'`` for the scalar ``p`` (formula in the module doc)."""
+        s = p - self.centre
+        S, beta = self.scale, self.offset
+        alpha, gamma = self.read
+        num = S * (6 * alpha * beta + 2 * gamma * s)
+        return num / (S * S * (2 * s * s + 6 * beta * beta) / 3 + eps).sqrt()
+
+    def meta(self) -> dict[str, str]:
+        from ..arith import format_rational
+
+        return {
+            "kind": self.kind,
+            "centre": format_rational(self.centre),
+            "offset": format_rational(self.offset),
+            "scale": format_rational(self.scale),
+        }
+
+
+def read_vector(read: tuple[fmpq, fmpq]) -> tuple[fmpq, fmpq, fmpq]:
+    """The 3-vector ``alpha v + gamma u``."""
+    alpha, gamma = read
+    return tuple(alpha * vi + gamma * ui for ui, vi in zip(U, V, strict=True))  # type: ignore[return-value]
+
+
+def fold_layer(a: Sequence[fmpq], step: FoldStep) -> Affine[fmpq]:
+    """The affine map ``h -> S ((a . h - c) u + beta v)`` of one gadget layer."""
+    S, c, beta = step.scale, step.centre, step.offset
+    W = tuple(tuple(S * ui * aj for aj in a) for ui in U)
+    b = tuple(S * (beta * vi - c * ui) for ui, vi in zip(U, V, strict=True))
+    return Affine(W, b, step.meta())
+
+
+class Chain:
+    """The scalars ``p_k`` of every point through a list of fold steps, as balls.
+
+    Starts from exact rationals ``t`` (the projected points) and keeps balls at
+    the current working precision; :meth:`refine` doubles the precision and
+    replays every step from the exact start, so radii shrink as needed.
+    """
+
+    def __init__(self, t: Sequence[fmpq], eps: fmpq, prec: int = 96) -> None:
+        self.t = list(t)
+        self.eps = eps
+        self.steps: list[FoldStep] = []
+        self.prec = prec
+        self._replay()
+
+    def _replay(self) -> None:
+        with precision(self.prec):
+            self.values = [ball(x) for x in self.t]
+            for step in self.steps:
+                self._apply(step)
+
+    def _apply(self, step: FoldStep) -> None:
+        e = ball(self.eps)
+        self.values = [step(p, e) for p in self.values]
+
+    def push(self, step: FoldStep) -> None:
+        """Append a step and move every value through it."""
+        self.steps.append(step)
+        with precision(self.prec):
+            self._apply(step)
+
+    def lower(self, groups: Sequence[Sequence[int]]) -> fmpq:
+        """An exact rational ``<=`` every value of the points in ``groups``."""
+        with precision(self.prec):
+            return arb_to_fmpq(min(self.values[k].lower() for g in groups for k in g))
+
+    def upper(self, groups: Sequence[Sequence[int]]) -> fmpq:
+        """An exact rational ``>=`` every value of the points in ``groups``."""
+        with precision(self.prec):
+            return arb_to_fmpq(max(self.values[k].upper() for g in groups for k in g))
+
+    def refine(self, limit: int = 1 << 20) -> None:
+        """Double the working precision (up to ``limit`` bits) and replay."""
+        if self.prec >= limit:
+            raise ArithmeticError(f"precision limit of {limit} bits reached")
+        self.prec *= 2
+        self._replay()

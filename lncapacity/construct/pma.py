@@ -1,0 +1,139 @@
+"""The binary Projection Merge Algorithm (seed 000, Algorithm 1), rational centres.
+
+The paper's loop, on the projected scalars: take the smallest value ``p_i`` and
+the smallest value ``p_j > p_i`` of the same label, fold at their midpoint so
+that they merge, and repeat until a single threshold separates the labels.  All
+values strictly between ``p_i`` and ``p_j`` carry the other label, so nothing
+of a different label can merge (note math.md section 3).
+
+Exactly, the centre ``(p_i + p_j) / 2`` is an algebraic number after the first
+layer.  Here it is a short dyadic rational inside an interval that ball
+arithmetic proves *safe*: every value between ``p_i`` and ``p_j`` lands
+strictly closer to the centre than both of them, every value beyond ``p_j``
+strictly farther (so, with the fold lemma, the new order and label structure are
+those of the exact fold), and it lies within a tiny tolerance of the exact
+midpoint.  ``p_i`` and ``p_j`` then do not merge exactly but become a *group*:
+neighbouring values of one label that the exact algorithm would have merged.
+Groups play the part of the paper's equal values: the algorithm reads groups,
+not points, so it takes exactly the paper's steps.  (Values that the exact
+algorithm merges by coincidence, mirror images about the centre, become one
+group when their balls cannot be told apart.)
+
+Each fold merges two groups, and a threshold needs at least two, so ``m``
+distinct points need at most ``m - 2`` folds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from flint import arb, fmpq
+
+from ..arith import dyadic_between, precision
+from .fold import Chain, FoldStep
+from .project import runs
+
+Progress = Callable[[int, int], None]
+
+GUARD_BITS = 40
+"""Different-label neighbours must be this many bits farther apart than any ball is wide."""
+
+CENTRE_TOLERANCE = fmpq(1, 2**12)
+"""The rational centre lies within this fraction of the safe interval of the exact midpoint."""
+
+
+def pma(chain: Chain, y: Sequence[int], progress: Progress | None = None) -> None:
+    """Append the paper's folds to ``chain`` until at most two label runs remain."""
+    groups = [[k] for k in range(len(y))]
+    total = len(y) - 2
+    while True:
+        groups = order_groups(chain, groups, y)
+        labels = [y[g[0]] for g in groups]
+        if progress:
+            progress(len(chain.steps), len(chain.steps) + max(0, len(groups) - 2))
+        if runs(labels) <= 2:
+            return
+        j = next(k for k in range(1, len(groups)) if labels[k] == labels[0])
+        chain.push(_fold(chain, groups, j))
+        groups = [groups[0] + groups[j], *groups[1:j], *groups[j + 1 :]]
+        assert len(chain.steps) <= total
+
+
+def order_groups(chain: Chain, groups: list[list[int]], y: Sequence[int]) -> list[list[int]]:
+    """Groups sorted by value, same-label neighbours that cannot be told apart merged.
+
+    Raises the chain's precision until every pair of different-label neighbours
+    is separated by ``2**GUARD_BITS`` ball radii (so the order is certain).
+    """
+    while True:
+        with precision(chain.prec):
+            merged, ok = _merge_neighbours(chain.values, groups, y)
+        if ok:
+            return [g for _, _, g in merged]
+        chain.refine()
+
+
+def _merge_neighbours(
+    vals: Sequence[arb], groups: list[list[int]], y: Sequence[int]
+) -> tuple[list[tuple[arb, arb, list[int]]], bool]:
+    """Sort groups by their lowest midpoint and merge; False if a label boundary is unsure."""
+    rad = max(v.rad() for v in vals)
+    spans = [(min(vals[k].mid() for k in g), max(vals[k].mid() for k in g), g) for g in groups]
+    spans.sort(key=lambda s: s[0])
+    merged = [spans[0]]
+    for lo, hi, g in spans[1:]:
+        plo, phi, pg = merged[-1]
+        gap = lo - phi
+        if y[g[0]] == y[pg[0]]:
+            if not gap > 2 * rad:  # not certainly apart: one group
+                merged[-1] = (plo, max(phi, hi), pg + g)
+                continue
+        elif not gap > 2 * rad * 2**GUARD_BITS:
+            return merged, False
+        merged.append((lo, hi, g))
+    return merged, True
+
+
+def _fold(chain: Chain, groups: list[list[int]], j: int) -> FoldStep:
+    """The fold merging group 0 with group ``j``, its centre certified safe."""
+    while True:
+        gi, gj, between, rest = groups[:1], groups[j : j + 1], groups[1:j], groups[j + 1 :]
+        lo_i, hi_i, lo_j, hi_j = (f(g) for g in (gi, gj) for f in (chain.lower, chain.upper))
+        lower, upper = hi_i, lo_j
+        gaps = [lo_j - hi_i]
+        if between:
+            # every between value strictly closer to c than group i and group j
+            b_lo, b_hi = chain.lower(between), chain.upper(between)
+            lower = max(lower, (hi_i + b_hi) / 2)
+            upper = min(upper, (b_lo + lo_j) / 2)
+            gaps += [b_lo - hi_i, lo_j - b_hi]
+        if rest:
+            # every later value strictly farther from c than group i (so than group j)
+            r_lo = chain.lower(rest)
+            upper = min(upper, (lo_i + r_lo) / 2)
+            gaps.append(r_lo - hi_j)
+        if lower < upper:
+            break
+        chain.refine()
+    # stay this close to the exact midpoint, relative to the nearest neighbours,
+    # so that the new group is far narrower than any gap the next folds see
+    exact_mid = (lo_i + hi_i + lo_j + hi_j) / 4
+    tol = min([upper - lower, *gaps]) * CENTRE_TOLERANCE
+    target = min(max(exact_mid, lower + tol), upper - tol)
+    centre = dyadic_between(max(lower, target - tol), min(upper, target + tol), target)
+    # the paper normalises (p - c, D) with D half the pair's distance; in the
+    # width-3 gadget that is offset D / sqrt(3), rounded to a short rational
+    half = (lo_j + hi_j - lo_i - hi_i) / 4
+    offset = dyadic_between(half * fmpq(5772, 10000), half * fmpq(5775, 10000))
+    return FoldStep(centre, offset, scale=power_of_two_near(1 / offset), kind="pma")
+
+
+def power_of_two_near(x: fmpq) -> fmpq:
+    """A power of two within a factor 2 of ``x > 0``.
+
+    Used as the layer's scale ``S`` so that ``S * offset`` is about 1: LayerNorm
+    is scale invariant up to ``eps``, so this keeps ``eps`` from swamping the
+    pre-activations (the paper's normalisation has no ``eps``).
+    """
+    k = int(x.p).bit_length() - int(x.q).bit_length()
+    return fmpq(2) ** k if k >= 0 else fmpq(1, 2 ** (-k))

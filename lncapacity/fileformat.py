@@ -1,0 +1,188 @@
+"""The ``lnnet/1`` file format: an LN-Net as JSON, every number exact.
+
+A file is one JSON object::
+
+    {
+      "format": "lnnet/1",
+      "input_dim": 2,                 # d
+      "width": 3,                     # n
+      "eps": "0",                     # LayerNorm epsilon, a number (below)
+      "layers": [ {"W": [[...], ...], "b": [...], "meta": {...}}, ... ],
+      "readout": {"W": [[...], ...], "b": [...]},
+      "classes": [0, 1],              # readout row i scores classes[i]
+      "meta": {...}                   # optional, free-form
+    }
+
+*Numbers* are JSON strings: an integer (``"-3"``) or a reduced or unreduced
+fraction ``"p/q"`` (``"7/2"``).  Readers reject anything else, so later
+encodings (for instance algebraic numbers as JSON objects) can be added without
+an older reader misreading them.  ``W`` is a list of rows; layer 1 is
+``width x input_dim``, later layers ``width x width``, the readout
+``len(classes) x width`` (``x input_dim`` with no layers).  ``classes`` are
+JSON integers or strings.  ``meta`` (top level and per layer) records how the
+net was built; it never enters the computation, and unknown keys are kept.
+
+Writing is atomic (a temporary file renamed into place), so a failed run never
+leaves a half-written file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from flint import fmpq
+
+from .arith import format_rational, parse_rational
+from .errors import InputError
+from .model import Affine, LNNet
+
+FORMAT = "lnnet/1"
+
+__all__ = ["FORMAT", "dumps", "from_dict", "load", "save", "to_dict", "write_atomic"]
+
+
+def to_dict(net: LNNet[fmpq]) -> dict[str, Any]:
+    """The ``lnnet/1`` JSON object of an exact net."""
+
+    def affine(a: Affine[fmpq]) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "W": [[format_rational(w) for w in row] for row in a.W],
+            "b": [format_rational(v) for v in a.b],
+        }
+        if a.meta:
+            d["meta"] = dict(a.meta)
+        return d
+
+    out: dict[str, Any] = {
+        "format": FORMAT,
+        "input_dim": net.input_dim,
+        "width": net.width,
+        "eps": format_rational(net.eps),
+        "layers": [affine(layer) for layer in net.layers],
+        "readout": affine(net.readout),
+        "classes": list(net.classes),
+    }
+    if net.meta:
+        out["meta"] = dict(net.meta)
+    return out
+
+
+def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
+    """Read an ``lnnet/1`` object; :class:`InputError` names the first bad field."""
+
+    def fail(where: str, what: str) -> InputError:
+        return InputError(f"{source}: {where}: {what}")
+
+    def number(v: Any, where: str) -> fmpq:
+        if not isinstance(v, str):
+            raise fail(where, f'numbers are strings "p/q" or "n", got {json.dumps(v)}')
+        try:
+            return parse_rational(v)
+        except ValueError as e:
+            raise fail(where, str(e)) from None
+
+    def integer(key: str) -> int:
+        v = obj.get(key)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise fail(key, "must be a positive integer")
+        return v
+
+    def affine(a: Any, where: str) -> Affine[fmpq]:
+        if not isinstance(a, Mapping) or not isinstance(a.get("W"), list):
+            raise fail(where, 'must be an object with "W" (list of rows) and "b"')
+        if not isinstance(a.get("b"), list):
+            raise fail(f"{where}.b", "must be a list")
+        rows = []
+        for i, row in enumerate(a["W"]):
+            if not isinstance(row, list):
+                raise fail(f"{where}.W[{i}]", "must be a list")
+            rows.append(tuple(number(w, f"{where}.W[{i}][{j}]") for j, w in enumerate(row)))
+        b = tuple(number(v, f"{where}.b[{i}]") for i, v in enumerate(a["b"]))
+        meta = a.get("meta", {})
+        if not isinstance(meta, Mapping):
+            raise fail(f"{where}.meta", "must be an object")
+        return Affine(tuple(rows), b, dict(meta))
+
+    if not isinstance(obj, Mapping):
+        raise InputError(f"{source}: not an lnnet/1 object")
+    if obj.get("format") != FORMAT:
+        raise fail("format", f"expected {FORMAT!r}, got {obj.get('format')!r}")
+    layers = obj.get("layers")
+    if not isinstance(layers, list):
+        raise fail("layers", "must be a list")
+    classes = obj.get("classes")
+    if not isinstance(classes, list) or not all(
+        isinstance(c, (int, str)) and not isinstance(c, bool) for c in classes
+    ):
+        raise fail("classes", "must be a list of integers or strings")
+    meta = obj.get("meta", {})
+    if not isinstance(meta, Mapping):
+        raise fail("meta", "must be an object")
+    fields = dict(
+        input_dim=integer("input_dim"),
+        width=integer("width"),
+        eps=number(obj.get("eps"), "eps"),
+        layers=tuple(affine(a, f"layers[{i}]") for i, a in enumerate(layers)),
+        readout=affine(obj.get("readout"), "readout"),
+        classes=tuple(classes),
+        meta=dict(meta),
+    )
+    try:
+        return LNNet(**fields)
+    except InputError as e:
+        raise InputError(f"{source}: {e}") from None
+
+
+def dumps(obj: Any) -> str:
+    """Indented JSON with every innermost list (a row of numbers) on one line."""
+    text = json.dumps(obj, indent=1)
+    # JSON strings never hold a raw newline, so only layout whitespace is removed
+    return _FLAT_LIST.sub(lambda m: _flatten(m.group(0)), text) + "\n"
+
+
+def _flatten(block: str) -> str:
+    return re.sub(r"\n\s*(?=\])", "", re.sub(r",\n\s*", ", ", re.sub(r"\[\n\s*", "[", block)))
+
+
+_FLAT_LIST = re.compile(r"\[[^\[\]{}]*\]")
+
+
+def save(net: LNNet[fmpq], path: str | os.PathLike[str]) -> None:
+    """Write ``net`` to ``path`` as ``lnnet/1`` (atomically)."""
+    write_atomic(path, dumps(to_dict(net)))
+
+
+def load(path: str | os.PathLike[str]) -> LNNet[fmpq]:
+    """Read an ``lnnet/1`` file; a missing or malformed file raises :class:`InputError`."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{p}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{p}: not JSON ({e.msg} at line {e.lineno})") from None
+    return from_dict(obj, str(p))
+
+
+def write_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same folder and a rename."""
+    p = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=p.parent or ".", prefix=f".{p.name}.", suffix=".tmp")
+    except OSError as e:
+        raise InputError(f"{p}: cannot write: {e.strerror}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
