@@ -166,7 +166,8 @@ def lower_bound_float(x: arb) -> float:
     """A float that is ``<=`` every point of the ball ``x`` (``-inf`` if unbounded)."""
     if not x.is_finite():
         return -math.inf
-    lo = arb_to_fmpq(x.lower())
+    with precision(128):  # lower() rounds down to the working precision
+        lo = arb_to_fmpq(x.lower())
     f = float(lo)
     if fmpq(Fraction(f).numerator, Fraction(f).denominator) > lo:
         f = math.nextafter(f, -math.inf)

@@ -20,7 +20,7 @@ replayed at a higher precision whenever a decision needs it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from flint import arb, fmpq
@@ -55,13 +55,19 @@ class FoldStep:
         if not (self.offset > 0 and self.scale > 0):
             raise ValueError("a fold needs offset > 0 and scale > 0")
 
-    def __call__(self, p: arb, eps: arb) -> arb:
-        """The next scalar ``p'`` for the scalar ``p`` (formula in the module doc)."""
-        s = p - self.centre
+    def ball_map(self, eps: fmpq) -> Callable[[arb], arb]:
+        """``p -> p'`` (formula in the module doc) on balls at the current precision.
+
+        Written as ``(a1 + a2 s) / sqrt(g s^2 + k)`` with ``s = p - c`` and the
+        constants rounded once, so each point costs a handful of ball operations.
+        """
         S, beta = self.scale, self.offset
         alpha, gamma = self.read
-        num = S * (6 * alpha * beta + 2 * gamma * s)
-        return num / (S * S * (2 * s * s + 6 * beta * beta) / 3 + eps).sqrt()
+        c, g, k = ball(self.centre), ball(2 * S * S / 3), ball(2 * S * S * beta * beta + eps)
+        a1, a2 = ball(6 * alpha * beta * S), ball(2 * gamma * S)
+        if gamma == 0:
+            return lambda p: a1 / (g * (p - c) ** 2 + k).sqrt()
+        return lambda p: (a1 + a2 * (p - c)) / (g * (p - c) ** 2 + k).sqrt()
 
     def meta(self) -> dict[str, str]:
         from ..arith import format_rational
@@ -110,8 +116,8 @@ class Chain:
                 self._apply(step)
 
     def _apply(self, step: FoldStep) -> None:
-        e = ball(self.eps)
-        self.values = [step(p, e) for p in self.values]
+        f = step.ball_map(self.eps)
+        self.values = [f(p) for p in self.values]
 
     def push(self, step: FoldStep) -> None:
         """Append a step and move every value through it."""
@@ -129,9 +135,18 @@ class Chain:
         with precision(self.prec):
             return arb_to_fmpq(max(self.values[k].upper() for g in groups for k in g))
 
-    def refine(self, limit: int = 1 << 20) -> None:
-        """Double the working precision (up to ``limit`` bits) and replay."""
+    def refine(self, steps_ahead: int = 0, limit: int = 1 << 20) -> None:
+        """Raise the working precision (up to ``limit`` bits) and replay.
+
+        At least doubles it; if ``steps_ahead`` more steps are expected, enough
+        for them at the rate accuracy has been lost so far, so that one replay
+        usually serves the rest of the construction.
+        """
         if self.prec >= limit:
             raise ArithmeticError(f"precision limit of {limit} bits reached")
-        self.prec *= 2
+        with precision(self.prec):
+            accuracy = min(v.rel_accuracy_bits() for v in self.values)
+        per_step = (self.prec - accuracy) / max(len(self.steps), 1)
+        projected = int(self.prec + 1.5 * per_step * steps_ahead)
+        self.prec = min(max(2 * self.prec, projected), limit)
         self._replay()

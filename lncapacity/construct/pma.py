@@ -47,19 +47,21 @@ def pma(chain: Chain, y: Sequence[int], progress: Progress | None = None) -> Non
     groups = [[k] for k in range(len(y))]
     total = len(y) - 2
     while True:
-        groups = order_groups(chain, groups, y)
+        groups = order_groups(chain, groups, y, steps_ahead=len(groups) - 2)
         labels = [y[g[0]] for g in groups]
         if progress:
             progress(len(chain.steps), len(chain.steps) + max(0, len(groups) - 2))
         if runs(labels) <= 2:
             return
         j = next(k for k in range(1, len(groups)) if labels[k] == labels[0])
-        chain.push(_fold(chain, groups, j))
+        chain.push(_fold(chain, groups, j, steps_ahead=len(groups) - 2))
         groups = [groups[0] + groups[j], *groups[1:j], *groups[j + 1 :]]
         assert len(chain.steps) <= total
 
 
-def order_groups(chain: Chain, groups: list[list[int]], y: Sequence[int]) -> list[list[int]]:
+def order_groups(
+    chain: Chain, groups: list[list[int]], y: Sequence[int], steps_ahead: int = 0
+) -> list[list[int]]:
     """Groups sorted by value, same-label neighbours that cannot be told apart merged.
 
     Raises the chain's precision until every pair of different-label neighbours
@@ -70,7 +72,7 @@ def order_groups(chain: Chain, groups: list[list[int]], y: Sequence[int]) -> lis
             merged, ok = _merge_neighbours(chain.values, groups, y)
         if ok:
             return [g for _, _, g in merged]
-        chain.refine()
+        chain.refine(steps_ahead)
 
 
 def _merge_neighbours(
@@ -78,7 +80,13 @@ def _merge_neighbours(
 ) -> tuple[list[tuple[arb, arb, list[int]]], bool]:
     """Sort groups by their lowest midpoint and merge; False if a label boundary is unsure."""
     rad = max(v.rad() for v in vals)
-    spans = [(min(vals[k].mid() for k in g), max(vals[k].mid() for k in g), g) for g in groups]
+    mids = [v.mid() for v in vals]
+    spans = [
+        (mids[g[0]], mids[g[0]], g)
+        if len(g) == 1
+        else (min(mids[k] for k in g), max(mids[k] for k in g), g)
+        for g in groups
+    ]
     spans.sort(key=lambda s: s[0])
     merged = [spans[0]]
     for lo, hi, g in spans[1:]:
@@ -94,7 +102,7 @@ def _merge_neighbours(
     return merged, True
 
 
-def _fold(chain: Chain, groups: list[list[int]], j: int) -> FoldStep:
+def _fold(chain: Chain, groups: list[list[int]], j: int, steps_ahead: int) -> FoldStep:
     """The fold merging group 0 with group ``j``, its centre certified safe."""
     while True:
         gi, gj, between, rest = groups[:1], groups[j : j + 1], groups[1:j], groups[j + 1 :]
@@ -114,7 +122,7 @@ def _fold(chain: Chain, groups: list[list[int]], j: int) -> FoldStep:
             gaps.append(r_lo - hi_j)
         if lower < upper:
             break
-        chain.refine()
+        chain.refine(steps_ahead)
     # stay this close to the exact midpoint, relative to the nearest neighbours,
     # so that the new group is far narrower than any gap the next folds see
     exact_mid = (lo_i + hi_i + lo_j + hi_j) / 4

@@ -1,0 +1,164 @@
+"""The binary Projection Merge Algorithm: every labeling, certified, within m - 2 layers."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from flint import arb, fmpq
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lncapacity import InputError, build, certify, points_from_arrays
+from lncapacity.arith import precision
+from lncapacity.construct import FoldStep, runs
+from lncapacity.floats import check
+
+EPS = [fmpq(0), fmpq(1, 100000)]
+
+
+def labelings(m: int):
+    """Every labeling of m points with two classes, both present."""
+    for bits in itertools.product((0, 1), repeat=m):
+        if 0 < sum(bits) < m:
+            yield list(bits)
+
+
+def certified_depth(X, y, **kw) -> int:
+    net = build(X, y, **kw)
+    cert = certify(net, X, y)
+    assert cert.all_certified, (y, [p for p in cert.points if not p.certified])
+    assert cert.min_margin > 0
+    return net.depth
+
+
+@pytest.mark.parametrize("m", range(3, 11))
+def test_every_labeling_of_a_line_is_certified_within_m_minus_2(m):
+    X = [[k] for k in range(m)]
+    depths = [certified_depth(X, y) for y in labelings(m)]
+    assert max(depths) == m - 2  # the bound holds and is attained (alternating labels)
+    alternating = [k % 2 for k in range(m)]
+    assert certified_depth(X, alternating) == m - 2
+
+
+@pytest.mark.parametrize("m", range(3, 9))
+def test_every_labeling_with_pytorch_eps(m):
+    X = [[fmpq(k, 3)] for k in range(m)]
+    assert max(certified_depth(X, y, eps=EPS[1]) for y in labelings(m)) == m - 2
+
+
+@pytest.mark.parametrize("eps", EPS, ids=["eps0", "eps1e-5"])
+@pytest.mark.parametrize("d", [2, 5])
+@pytest.mark.parametrize("seed", range(3))
+def test_random_points_random_labels(d, eps, seed):
+    rng = np.random.default_rng(seed)
+    m = 30
+    X = rng.standard_normal((m, d))
+    y = rng.integers(0, 2, m)
+    y[:2] = [0, 1]
+    net = build(X, y, eps=eps)
+    assert net.depth <= m - 2
+    assert net.eps == eps
+    assert certify(net, X, y).all_certified
+    assert (net.predict(X, backend="exact") == y).all()
+
+
+def test_linearly_separable_needs_no_layer():
+    X = [[0, 0], [1, 0], [3, 1], [4, 1]]
+    y = ["a", "a", "b", "b"]
+    net = build(X, y)
+    assert net.depth == 0
+    assert certify(net, X, y).all_certified
+    assert list(net.predict(X)) == y
+
+
+def test_single_class_is_depth_zero_and_pads():
+    X = [[1, 2], [3, 4]]
+    net = build(X, [7, 7])
+    assert net.depth == 0 and net.classes == (7,)
+    assert certify(net, X, [7, 7]).all_certified
+    padded = build(X, [7, 7], depth=3, classes=[7, 8])
+    assert padded.depth == 3
+    cert = certify(padded, X, [7, 7])
+    assert cert.all_certified and cert.min_margin == 1.0
+
+
+@pytest.mark.parametrize("eps", EPS, ids=["eps0", "eps1e-5"])
+def test_padding_gives_exactly_the_requested_depth(eps):
+    X = [[k] for k in range(5)]
+    y = [0, 1, 0, 0, 1]
+    for depth in range(build(X, y).depth, 9):
+        net = build(X, y, eps=eps, depth=depth)
+        assert net.depth == depth
+        assert certify(net, X, y).all_certified
+
+
+def test_depth_too_small_is_an_input_error():
+    with pytest.raises(InputError, match="needs 3 LayerNorm layers, more than 2"):
+        build([[k] for k in range(5)], [0, 1, 0, 1, 0], depth=2)
+
+
+def test_bad_parameters():
+    X, y = [[0], [1], [2]], [0, 1, 0]
+    with pytest.raises(InputError, match="eps must be >= 0"):
+        build(X, y, eps=-1)
+    with pytest.raises(InputError, match="eps must be a finite number"):
+        build(X, y, eps="nan")
+    with pytest.raises(InputError, match="unknown method"):
+        build(X, y, method="magic")
+    with pytest.raises(InputError, match="3 classes"):
+        build([[0], [1], [2]], [0, 1, 2])
+
+
+def test_duplicates_and_exact_reading():
+    # 0.1 + 0.2 and 0.3 are different floats, but the same decimals
+    X = [[0.1 + 0.2], [0.3], [1.0]]
+    points = points_from_arrays(X, [0, 1, 0])
+    assert points.m == 3  # distinct as floats: their exact dyadic values differ
+    net = build(points)
+    assert certify(net, points).all_certified
+
+
+def test_fold_map_merges_mirror_images_and_orders_by_distance():
+    """The chain's ball map obeys the fold lemma (proofs/fold_lemma.md), for eps = 0 and > 0."""
+    step = FoldStep(fmpq(1, 3), fmpq(2, 7), fmpq(5))
+    for e in EPS:
+        with precision(200):
+            f = step.ball_map(e)
+            left, right = f(arb(fmpq(1, 3) - fmpq(1, 5))), f(arb(fmpq(1, 3) + fmpq(1, 5)))
+            far = f(arb(fmpq(1, 3) + fmpq(1, 2)))
+            assert left.overlaps(right) and (left - right).rad() < 2**-190
+            assert far < left
+
+
+def test_runs():
+    assert runs([]) == 0
+    assert runs([1, 1, 0, 0, 1]) == 3
+    assert runs("abba") == 3
+
+
+small_sets = st.integers(2, 8).flatmap(
+    lambda m: st.tuples(
+        st.lists(
+            st.lists(st.integers(-20, 20), min_size=2, max_size=2),
+            min_size=m,
+            max_size=m,
+            unique_by=tuple,
+        ),
+        st.lists(st.sampled_from(["x", "y"]), min_size=m, max_size=m),
+        st.sampled_from(EPS),
+    )
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(small_sets)
+def test_property_any_small_set_any_labels(case):
+    X, y, eps = case
+    net = build(X, y, eps=eps)
+    m = len(X)
+    assert net.depth <= max(m - 2, 0)
+    cert = certify(net, X, y)
+    assert cert.all_certified
+    assert check(net, points_from_arrays(X, y), "float64").all_agree
