@@ -115,3 +115,58 @@ def test_ball_forward_encloses_the_exact_value():
                 approx = arb(str(sympy.N(zi, 70)), 1e-60)  # the exact value is in here
                 assert bi.overlaps(approx)
                 assert bi.rad() < 1e-30
+
+
+def random_net(rng, depth, rank_one=True, eps=fmpq(0)):
+    def q():
+        return fmpq(int(rng.integers(-9, 10)), int(rng.integers(1, 5)))
+
+    layers, fan_in = [], 2
+    for _ in range(depth):
+        if rank_one:
+            col, row = [q() for _ in range(3)], [q() for _ in range(fan_in)]
+            W = tuple(tuple(c * r for r in row) for c in col)
+        else:
+            W = tuple(tuple(q() for _ in range(fan_in)) for _ in range(3))
+        layers.append(Affine(W, tuple(q() for _ in range(3))))
+        fan_in = 3
+    readout = Affine(tuple(tuple(q() for _ in range(fan_in)) for _ in range(2)), (q(), q()))
+    return LNNet(2, 3, eps, tuple(layers), readout, (0, 1))
+
+
+@pytest.mark.parametrize("eps", [fmpq(0), fmpq(1, 7)])
+def test_scalar_form_of_rank_one_nets_matches_the_generic_forward(eps):
+    import numpy as np
+
+    from lncapacity.certify import _evaluator, scalar_chain
+
+    rng = np.random.default_rng(3)
+    compared = 0
+    for depth in (1, 2, 5):
+        net = random_net(rng, depth, eps=eps)
+        assert scalar_chain(net) is not None
+        fast = _evaluator(net)
+        for _ in range(5):
+            x = [fmpq(int(rng.integers(-20, 20)), 3) for _ in range(2)]
+            with precision(300):
+                generic = net.map(arb).forward([arb(v) for v in x], arb.sqrt)
+                scalar = fast(x, 300)
+                for a, b in zip(generic, scalar, strict=True):
+                    # a NaN ball (0/0 where LN is undefined) agrees with nothing; skip those
+                    if a.is_finite() and b.is_finite():
+                        assert a.overlaps(b) and (a - b).rad() < 1e-60
+                        compared += 1
+    assert compared >= 25
+
+
+def test_full_rank_layers_use_the_generic_forward():
+    import numpy as np
+
+    from lncapacity.certify import scalar_chain
+
+    net = random_net(np.random.default_rng(5), 2, rank_one=False)
+    assert scalar_chain(net) is None
+    X = [[0, 0], [1, 2], [3, -1]]
+    labels = list(net.predict(X, backend="exact"))
+    assert certify(net, X, labels).all_certified
+    assert labels == list(net.predict(X, backend="float64"))
