@@ -117,7 +117,7 @@ def test_ball_forward_encloses_the_exact_value():
                 assert bi.rad() < 1e-30
 
 
-def random_net(rng, depth, rank_one=True, eps=fmpq(0)):
+def random_net(rng, depth, rank_one=True, eps=0):
     def q():
         return fmpq(int(rng.integers(-9, 10)), int(rng.integers(1, 5)))
 
@@ -131,7 +131,7 @@ def random_net(rng, depth, rank_one=True, eps=fmpq(0)):
         layers.append(Affine(W, tuple(q() for _ in range(3))))
         fan_in = 3
     readout = Affine(tuple(tuple(q() for _ in range(fan_in)) for _ in range(2)), (q(), q()))
-    return LNNet(2, 3, eps, tuple(layers), readout, (0, 1))
+    return LNNet(2, 3, fmpq(eps), tuple(layers), readout, (0, 1))
 
 
 @pytest.mark.parametrize("eps", [fmpq(0), fmpq(1, 7)])
