@@ -1,16 +1,25 @@
 """A scikit-learn estimator face: ``LNNetClassifier().fit(X, y).predict(X)``.
 
 Fitting runs the exact construction on the training points (read exactly:
-a float is the dyadic rational it is), so the fitted net ``net_`` classifies
-every distinct training point correctly: a certificate for that is one call,
-``lncapacity.certify(clf.net_, X, y)``.  Prediction runs the NumPy float
-backend (``backend="exact"`` decides each argmax with ball arithmetic).
+a float is the dyadic rational it is, and an object array of Python ints,
+:class:`~fractions.Fraction` or :class:`flint.fmpq` stays exact), so the
+fitted net ``net_`` classifies every distinct training point correctly: a
+certificate for that is one call, ``lncapacity.certify(clf.net_, X, y)``.
+Prediction runs the NumPy float backend (``backend="exact"`` decides each
+argmax with ball arithmetic).
 
 Where scikit-learn is installed the class derives from its ``BaseEstimator``
-and ``ClassifierMixin`` (so ``clone``, ``Pipeline``, grid search and
-``cross_val_score`` work, and an unfitted predict raises ``NotFittedError``);
-without it, a small stand-in provides ``get_params``, ``set_params`` and
-``score``.  scikit-learn is never required.
+and ``ClassifierMixin`` and validates its input with scikit-learn's own
+helpers (so ``clone``, ``Pipeline``, grid search and ``cross_val_score`` work,
+an unfitted predict raises ``NotFittedError``, and the error messages are the
+ones scikit-learn's conventions ask for); without it, a small stand-in
+provides ``get_params``, ``set_params`` and ``score``.  scikit-learn is never
+required.
+
+Only binary construction exists so far: ``fit`` on three or more classes
+raises ``ValueError`` ("Only binary classification is supported ..."), and the
+estimator says so in its tags (``classifier_tags.multi_class = False``).  A
+single class is fine (the net is constant).
 """
 
 from __future__ import annotations
@@ -24,12 +33,25 @@ from .construct import build
 from .data import points_from_arrays
 from .errors import InputError
 
+BACKENDS = ("float64", "float32", "exact")
+
 try:  # pragma: no cover - exercised in whichever environment runs the tests
     from sklearn.base import BaseEstimator, ClassifierMixin
     from sklearn.exceptions import NotFittedError
+    from sklearn.utils.multiclass import check_classification_targets, type_of_target
+    from sklearn.utils.validation import check_is_fitted
 
+    try:
+        from sklearn.utils.validation import validate_data as _validate_data
+    except ImportError:  # scikit-learn < 1.6: the same helper was a method
+
+        def _validate_data(estimator: Any, /, *args: Any, **kwargs: Any) -> Any:
+            return estimator._validate_data(*args, **kwargs)
+
+    HAVE_SKLEARN = True
     _BASES: tuple[type, ...] = (ClassifierMixin, BaseEstimator)
 except ImportError:  # pragma: no cover
+    HAVE_SKLEARN = False
 
     class NotFittedError(ValueError, AttributeError):  # type: ignore[no-redef]
         """Raised by predict before fit (scikit-learn's contract)."""
@@ -59,6 +81,9 @@ except ImportError:  # pragma: no cover
     _BASES = (_Estimator,)
 
 
+_FITTED = ("net_", "classes_", "n_features_in_", "feature_names_in_")
+
+
 class LNNetClassifier(*_BASES):  # type: ignore[misc]
     """Width-3 LN-Net built by the Projection Merge Algorithm (seed 000, Algorithm 1).
 
@@ -69,7 +94,8 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
     (``"float64"``, ``"float32"`` or ``"exact"``).
 
     Fitted attributes: ``net_`` (the exact :class:`~lncapacity.model.LNNet`),
-    ``classes_``, ``n_features_in_``.
+    ``classes_``, ``n_features_in_`` (and ``feature_names_in_`` when fitted on
+    a table with string column names, through scikit-learn).
     """
 
     def __init__(
@@ -86,23 +112,77 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
         self.seed = seed
         self.backend = backend
 
+    # -- scikit-learn protocol ------------------------------------------------
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def _more_tags(self) -> dict[str, Any]:  # scikit-learn < 1.6
+        return {"binary_only": True}
+
+    def __sklearn_is_fitted__(self) -> bool:
+        # n_features_in_ is set while validating, before the construction can fail
+        return hasattr(self, "net_")
+
+    # -- fit / predict --------------------------------------------------------
+
     def fit(self, X: Any, y: Any) -> LNNetClassifier:
-        """Build the net for ``(X, y)``; raises ``ValueError`` on input it cannot fit."""
+        """Build the net for ``(X, y)``; raises ``ValueError`` on input it cannot fit.
+
+        A failed fit leaves the estimator unfitted.
+        """
+        for name in _FITTED:
+            self.__dict__.pop(name, None)
+        self._check_backend()
+        if HAVE_SKLEARN:
+            X, y = _validate_data(self, X, y, dtype=None, accept_sparse=False)
+            _check_object_array(X)
+            check_classification_targets(y)
+            kind = type_of_target(y, input_name="y")
+            if kind != "binary":
+                raise ValueError(
+                    f"Only binary classification is supported. The type of the target is {kind}."
+                )
         points = points_from_arrays(X, y)
-        self.net_ = build(
-            points, eps=self.eps, depth=self.depth, method=self.method, seed=self.seed
-        )
-        self.classes_ = np.unique(np.asarray(y))
+        net = build(points, eps=self.eps, depth=self.depth, method=self.method, seed=self.seed)
+        classes = np.unique(np.asarray(y))
+        if len(classes) != len(net.classes):  # e.g. 1 and 1.0, or b"a" and "a"
+            raise ValueError(f"labels {classes.tolist()} are not distinct as classes")
+        self.net_ = net
+        self.classes_ = classes
         self.n_features_in_ = points.d
         return self
 
     def predict(self, X: Any) -> np.ndarray:
         """The predicted class of each row of ``X``."""
+        if HAVE_SKLEARN:
+            check_is_fitted(self)
+            A = _validate_data(self, X, reset=False, dtype=None, accept_sparse=False)
+            _check_object_array(A)
+        else:
+            A = self._check_predict_input(X)
+        self._check_backend()
+        labels = self.net_.predict(A, backend=self.backend)
+        lookup = dict(zip(self.net_.classes, self.classes_.tolist(), strict=True))
+        return np.asarray([lookup[label] for label in labels.tolist()], dtype=self.classes_.dtype)
+
+    # -- helpers --------------------------------------------------------------
+
+    def _check_backend(self) -> None:
+        if self.backend not in BACKENDS:
+            raise InputError(
+                f"unknown backend {self.backend!r} (choose from {', '.join(BACKENDS)})"
+            )
+
+    def _check_predict_input(self, X: Any) -> np.ndarray:
+        """Validation without scikit-learn, with scikit-learn's messages."""
         if not hasattr(self, "net_"):
             raise NotFittedError(
                 f"This {type(self).__name__} instance is not fitted yet; call 'fit' first."
             )
-        A = np.asarray(X, dtype=np.float64) if self.backend != "exact" else np.asarray(X)
+        A = np.asarray(X)
         if A.ndim != 2:
             raise ValueError(f"Expected a 2D array, got an array of shape {A.shape}")
         if A.shape[1] != self.n_features_in_:
@@ -110,10 +190,24 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
                 f"X has {A.shape[1]} features, but {type(self).__name__} is expecting "
                 f"{self.n_features_in_} features as input."
             )
-        if self.backend != "exact" and not np.all(np.isfinite(A)):
+        if self.backend != "exact" and not np.all(np.isfinite(A.astype(np.float64))):
             raise ValueError("Input X contains NaN or infinity.")
-        if self.backend not in ("float64", "float32", "exact"):
-            raise InputError(f"unknown backend {self.backend!r}")
-        labels = self.net_.predict(A, backend=self.backend)
-        lookup = dict(zip(self.net_.classes, self.classes_, strict=True))
-        return np.asarray([lookup[label] for label in labels.tolist()], dtype=self.classes_.dtype)
+        return A
+
+
+def _check_object_array(X: np.ndarray) -> None:
+    """Entries of an object array must be finite numbers.
+
+    scikit-learn converts such arrays to float64; here they are kept (so that
+    ``Fraction`` and ``fmpq`` entries are read exactly), but rejected like
+    scikit-learn would: ``TypeError`` for a non-number, ``ValueError`` for NaN
+    or infinity.  Integers too large for a float are exact numbers, kept.
+    """
+    if X.dtype != object:
+        return
+    try:
+        F = X.astype(np.float64)
+    except OverflowError:
+        return
+    if not np.all(np.isfinite(F)):
+        raise ValueError("Input X contains NaN or infinity.")

@@ -33,10 +33,10 @@ from flint import fmpq
 
 from .arith import exact
 from .errors import InputError
+from .model import Label
 
 __all__ = ["Label", "PointSet", "load_points", "points_from_arrays"]
 
-Label = int | str
 
 _SHOWN = 5  # at most this many lines/rows/columns are named in one message
 _INT_LABEL = re.compile(r"[+-]?[0-9]{1,4000}")  # int() refuses more than 4300 digits

@@ -18,7 +18,7 @@ evaluates one point in whatever number type the weights have.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -89,7 +89,7 @@ class LNNet(Generic[T]):
         if problems:
             raise InputError("malformed LN-Net: " + "; ".join(problems))
 
-    def _shape_problems(self) -> Sequence[str]:
+    def _shape_problems(self) -> Iterator[str]:
         if self.input_dim < 1:
             yield "input_dim must be >= 1"
         if self.width < 2 and self.layers:
@@ -148,7 +148,7 @@ class LNNet(Generic[T]):
         return np.asarray([self.classes[i] for i in idx])
 
 
-def _affine_problems(name: str, a: Affine[Any], rows: int, cols: int) -> Sequence[str]:
+def _affine_problems(name: str, a: Affine[Any], rows: int, cols: int) -> Iterator[str]:
     if len(a.W) != rows or any(len(r) != cols for r in a.W):
         yield f"{name}: W must be {rows}x{cols}"
     if len(a.b) != rows:
