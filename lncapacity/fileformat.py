@@ -32,7 +32,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,21 @@ from .model import Affine, LNNet
 
 FORMAT = "lnnet/1"
 
-__all__ = ["FORMAT", "dumps", "from_dict", "load", "save", "to_dict", "write_atomic"]
+__all__ = [
+    "FORMAT",
+    "U",
+    "V",
+    "dumps",
+    "from_dict",
+    "from_gadget",
+    "gadget_affine",
+    "load",
+    "read_vector",
+    "save",
+    "to_dict",
+    "to_gadget",
+    "write_atomic",
+]
 
 
 def to_dict(net: LNNet[fmpq]) -> dict[str, Any]:
@@ -151,6 +165,79 @@ def _flatten(block: str) -> str:
 
 
 _FLAT_LIST = re.compile(r"\[[^\[\]{}]*\]")
+
+
+# ---------------------------------------------------------------------------
+# the gadget encoding: a compact, exact record of a net whose layers are folds
+
+U = (fmpq(1), fmpq(-1), fmpq(0))
+V = (fmpq(1), fmpq(1), fmpq(-2))
+
+
+def read_vector(read: Sequence[fmpq]) -> tuple[fmpq, ...]:
+    """``alpha v + gamma u`` for ``read = (alpha, gamma)``."""
+    alpha, gamma = read
+    return tuple(alpha * vi + gamma * ui for ui, vi in zip(U, V, strict=True))
+
+
+def gadget_affine(
+    a: Sequence[fmpq], centre: fmpq, offset: fmpq, scale: fmpq, meta: Mapping[str, Any] = {}
+) -> Affine[fmpq]:
+    """The width-3 fold layer ``h -> scale ((a . h - centre) u + offset v)``.
+
+    ``u = (1, -1, 0)`` and ``v = (1, 1, -2)`` (proofs/fold_lemma.md), so
+    ``W = scale u a^T`` and ``b = scale (offset v - centre u)``.
+    """
+    W = tuple(tuple(scale * ui * aj for aj in a) for ui in U)
+    b = tuple(scale * (offset * vi - centre * ui) for ui, vi in zip(U, V, strict=True))
+    return Affine(W, b, dict(meta))
+
+
+def to_gadget(net: LNNet[fmpq]) -> dict[str, Any]:
+    """The gadget record of a net built from fold layers (far smaller than lnnet/1).
+
+    ``{"projection": [...], "layers": [{"centre", "offset", "scale"[, "read"]}],
+    "readout": {"W", "b"}}``: layer 1 reads the input with ``projection``, layer
+    ``l + 1`` (or the readout) reads layer ``l``'s output with its ``read``
+    (``[alpha, gamma]`` for ``alpha v + gamma u``, default ``["1", "0"]``).  The
+    layer metadata written by the constructions supplies the parameters; raises
+    :class:`ValueError` unless decoding the record gives back ``net`` exactly.
+    """
+    try:
+        record = {
+            "projection": list(net.meta["projection"]),
+            "layers": [
+                {k: layer.meta[k] for k in ("centre", "offset", "scale", "read") if k in layer.meta}
+                for layer in net.layers
+            ],
+            "readout": to_dict(net)["readout"],
+        }
+        decoded = from_gadget(record, input_dim=net.input_dim, eps=net.eps, classes=net.classes)
+    except (KeyError, InputError) as e:
+        raise ValueError(f"not a gadget net: {e}") from None
+    if [(a.W, a.b) for a in (*decoded.layers, decoded.readout)] != [
+        (a.W, a.b) for a in (*net.layers, net.readout)
+    ]:
+        raise ValueError("the gadget record does not reproduce the net")
+    return record
+
+
+def from_gadget(
+    obj: Any, *, input_dim: int, eps: fmpq, classes: Sequence[Any], source: str = "record"
+) -> LNNet[fmpq]:
+    """The net a gadget record (see :func:`to_gadget`) describes, exactly."""
+    try:
+        read = [parse_rational(x) for x in obj["projection"]]
+        layers = []
+        for spec in obj["layers"]:
+            c, beta, S = (parse_rational(spec[k]) for k in ("centre", "offset", "scale"))
+            layers.append(gadget_affine(read, c, beta, S))
+            read = list(read_vector([parse_rational(x) for x in spec.get("read", ["1", "0"])]))
+        W = tuple(tuple(parse_rational(w) for w in row) for row in obj["readout"]["W"])
+        b = tuple(parse_rational(v) for v in obj["readout"]["b"])
+        return LNNet(input_dim, 3, eps, tuple(layers), Affine(W, b), tuple(classes))
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise InputError(f"{source}: malformed gadget record: {e}") from None
 
 
 def save(net: LNNet[fmpq], path: str | os.PathLike[str]) -> None:

@@ -2,7 +2,8 @@
 
 import sympy as sp
 
-from lncapacity.construct.fold import FoldStep, U, V, fold_layer
+from lncapacity.construct.fold import FoldStep, fold_layer
+from lncapacity.fileformat import U, V
 from lncapacity.model import layer_norm
 
 s = sp.symbols("s", real=True)

@@ -78,3 +78,21 @@ def test_failed_write_leaves_nothing(net, tmp_path):
     with pytest.raises(InputError, match="cannot write"):
         save(net, tmp_path / "no-such-dir" / "n.json")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("labels", [["a", "b", "b", "a", "b"], ["a"] * 5])
+def test_gadget_record_reproduces_the_net(labels):
+    from lncapacity.fileformat import from_gadget, to_gadget
+
+    X = [[0, 0], [0, 1], [1, 0], [1, 1], [fmpq(1, 3), fmpq(2, 7)]]
+    net = build(X, labels, eps=fmpq(1, 100000), depth=4, classes=["a", "b"])
+    record = json.loads(json.dumps(to_gadget(net)))
+    again = from_gadget(record, input_dim=2, eps=net.eps, classes=net.classes)
+    assert [(a.W, a.b) for a in again.layers] == [(a.W, a.b) for a in net.layers]
+    assert (again.readout.W, again.readout.b) == (net.readout.W, net.readout.b)
+    assert certify(again, X, labels).all_certified
+    record["layers"][1]["centre"] = "1/3"
+    tampered = from_gadget(record, input_dim=2, eps=net.eps, classes=net.classes)
+    assert tampered.layers[1] != net.layers[1]
+    with pytest.raises(InputError, match="malformed gadget record"):
+        from_gadget({"projection": ["1"]}, input_dim=2, eps=net.eps, classes=net.classes)

@@ -17,8 +17,9 @@ from .. import __version__
 from ..arith import dyadic_between, exact
 from ..data import PointSet, points_from_arrays
 from ..errors import InputError
+from ..fileformat import read_vector
 from ..model import Affine, Label, LNNet
-from .fold import Chain, FoldStep, V, fold_layer, read_vector
+from .fold import Chain, FoldStep, fold_layer
 from .pma import Progress, order_groups, pma
 from .project import project, runs
 
@@ -125,14 +126,17 @@ def _threshold(chain: Chain, y: Sequence[int]) -> tuple[fmpq, int]:
 def _constant_net(
     points: PointSet, eps: fmpq, cls: tuple[Label, ...], depth: int, meta: dict[str, Any]
 ) -> LNNet[fmpq]:
-    """One class present: every layer constant (``LN(v)`` is defined for any eps), bias picks it."""
-    zero = tuple(fmpq(0) for _ in range(points.d))
-    layers = []
-    for i in range(depth):
-        W = tuple(zero if i == 0 else (fmpq(0),) * WIDTH for _ in range(WIDTH))
-        layers.append(Affine(W, V, {"kind": "constant"}))
-    width_in = points.d if depth == 0 else WIDTH
-    W = tuple((fmpq(0),) * width_in for _ in cls)
+    """One class present: a zero projection makes every layer constant; the bias picks it.
+
+    ``LN(v)`` is defined for every ``eps >= 0``, so the constant layers are sound.
+    """
+    zero = [fmpq(0)] * points.d
+    layers, read = [], zero
+    for _ in range(depth):
+        step = FoldStep(fmpq(0), fmpq(1), kind="constant")
+        layers.append(fold_layer(read, step))
+        read = list(read_vector(step.read))
+    W = tuple(tuple(fmpq(0) for _ in read) for _ in cls)
     b = tuple(fmpq(int(c == points.y[0])) for c in cls)
-    meta.update(folds=0, depth=depth)
+    meta.update(projection=[str(x) for x in zero], folds=0, depth=depth)
     return LNNet(points.d, WIDTH, eps, tuple(layers), Affine(W, b), cls, meta)

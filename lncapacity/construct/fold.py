@@ -22,14 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from flint import arb, fmpq
 
-from ..arith import arb_to_fmpq, ball, precision
+from ..arith import arb_to_fmpq, ball, format_rational, precision
+from ..fileformat import gadget_affine
 from ..model import Affine
-
-U = (fmpq(1), fmpq(-1), fmpq(0))
-V = (fmpq(1), fmpq(1), fmpq(-2))
 
 ONE = fmpq(1)
 FOLD_READ = (ONE, fmpq(0))
@@ -69,29 +68,19 @@ class FoldStep:
             return lambda p: a1 / (g * (p - c) ** 2 + k).sqrt()
         return lambda p: (a1 + a2 * (p - c)) / (g * (p - c) ** 2 + k).sqrt()
 
-    def meta(self) -> dict[str, str]:
-        from ..arith import format_rational
-
-        return {
-            "kind": self.kind,
-            "centre": format_rational(self.centre),
-            "offset": format_rational(self.offset),
-            "scale": format_rational(self.scale),
-        }
-
-
-def read_vector(read: tuple[fmpq, fmpq]) -> tuple[fmpq, fmpq, fmpq]:
-    """The 3-vector ``alpha v + gamma u``."""
-    alpha, gamma = read
-    return tuple(alpha * vi + gamma * ui for ui, vi in zip(U, V, strict=True))  # type: ignore[return-value]
+    def meta(self) -> dict[str, Any]:
+        """The layer's record in the gadget encoding (:func:`~lncapacity.fileformat.to_gadget`)."""
+        meta: dict[str, Any] = {"kind": self.kind}
+        for key in ("centre", "offset", "scale"):
+            meta[key] = format_rational(getattr(self, key))
+        if self.read != FOLD_READ:
+            meta["read"] = [format_rational(x) for x in self.read]
+        return meta
 
 
 def fold_layer(a: Sequence[fmpq], step: FoldStep) -> Affine[fmpq]:
     """The affine map ``h -> S ((a . h - c) u + beta v)`` of one gadget layer."""
-    S, c, beta = step.scale, step.centre, step.offset
-    W = tuple(tuple(S * ui * aj for aj in a) for ui in U)
-    b = tuple(S * (beta * vi - c * ui) for ui, vi in zip(U, V, strict=True))
-    return Affine(W, b, step.meta())
+    return gadget_affine(a, step.centre, step.offset, step.scale, step.meta())
 
 
 class Chain:
