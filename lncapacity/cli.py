@@ -85,6 +85,35 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("net", metavar="NET.json")
     v.add_argument("data", metavar="DATA")
     common(v)
+
+    s = sub.add_parser(
+        "shatter",
+        help="certify that depth-L nets realise every labeling of L + 2 points",
+        description="For every one of the 2^(L+2) labelings of L + 2 points (default: 0, 1, ..., "
+        "L + 1 on a line), build a width-3 LN-Net with exactly L LayerNorm layers and certify it; "
+        "write one shattering certificate (JSON Lines; gzip if the name ends in .gz).",
+    )
+    s.add_argument("--depth", type=int, required=True, metavar="L")
+    s.add_argument(
+        "--points", metavar="FILE", help="L + 2 points in the DATA format (labels ignored)"
+    )
+    s.add_argument("--eps", default="0", help="LayerNorm epsilon, exact (default 0)")
+    s.add_argument("--out", metavar="CERT.jsonl", help="default: shatter-L<depth>.jsonl")
+    s.add_argument("--workers", type=int, metavar="N", help="processes (default: all cores)")
+    s.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    vs = sub.add_parser(
+        "verify-shatter",
+        help="independently re-check a shattering certificate",
+        description="Decode every net of a shattering certificate, certify both labelings it "
+        "covers from scratch, and check that every labeling appears exactly once; exit 2 on any "
+        "problem.",
+    )
+    vs.add_argument("certificate", metavar="CERT.jsonl")
+    vs.add_argument("--workers", type=int, metavar="N", help="processes (default: all cores)")
+    vs.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
+    vs.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
 
@@ -141,7 +170,62 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return _check_and_report(args, net, points, {}, out=None)
 
 
-COMMANDS = {"certify": cmd_certify, "verify": cmd_verify}
+def cmd_shatter(args: argparse.Namespace) -> int:
+    from .shatter import shatter
+
+    X = None if args.points is None else load_points(args.points).X
+    out = args.out or f"shatter-L{args.depth}.jsonl"
+    summary, _ = _run(
+        "shattering",
+        args.quiet,
+        lambda bar: shatter(X, args.depth, args.eps, out=out, workers=args.workers, progress=bar),
+    )
+    report = summary.to_dict() | {"certificate": out, "seconds": round(summary.seconds, 3)}
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        hist = ", ".join(f"{k}: {v}" for k, v in report["folds_histogram"].items())
+        print(
+            f"shattered {summary.points} points at depth {summary.depth}: "
+            f"{summary.certified}/{summary.labelings} labelings certified, "
+            f"min certified margin {report['min_margin']:.4g}\n"
+            f"layers needed before padding (layers: labelings): {hist}\n"
+            f"{summary.seconds:.1f} s; wrote {out}"
+        )
+    return EXIT_OK if summary.all_certified else EXIT_BAD
+
+
+def cmd_verify_shatter(args: argparse.Namespace) -> int:
+    from .shatter import verify_shatter
+
+    (summary, problems), _ = _run(
+        "verifying",
+        args.quiet,
+        lambda bar: verify_shatter(args.certificate, workers=args.workers, progress=bar),
+    )
+    ok = summary.all_certified and not problems
+    report = summary.to_dict() | {"valid": ok, "problems": problems[:20]}
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        print(
+            f"{args.certificate}: {summary.certified}/{summary.labelings} labelings of "
+            f"{summary.points} points certified at depth {summary.depth} "
+            f"({summary.seconds:.1f} s)"
+        )
+    if not ok:
+        more = f" and {len(problems) - 5} more" if len(problems) > 5 else ""
+        print(f"lncapacity: error: {'; '.join(problems[:5])}{more}", file=sys.stderr)
+        return EXIT_BAD
+    return EXIT_OK
+
+
+COMMANDS = {
+    "certify": cmd_certify,
+    "verify": cmd_verify,
+    "shatter": cmd_shatter,
+    "verify-shatter": cmd_verify_shatter,
+}
 
 
 def _check_and_report(

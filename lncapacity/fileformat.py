@@ -259,6 +259,14 @@ def load(path: str | os.PathLike[str]) -> LNNet[fmpq]:
     return from_dict(obj, str(p))
 
 
+def publish(tmp: str, path: Path) -> None:
+    """Give a finished temporary file the usual permissions and rename it to ``path``."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600
+    os.replace(tmp, path)
+
+
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file in the same folder and a rename."""
     p = Path(path)
@@ -269,7 +277,7 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
-        os.replace(tmp, p)
+        publish(tmp, p)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
