@@ -15,12 +15,21 @@ True
 __version__ = "0.1.0"
 
 from .certify import Certificate, certify
-from .classifier import LNNetClassifier
 from .construct import build
 from .data import PointSet, load_points, points_from_arrays
 from .errors import InputError
 from .fileformat import load, save
 from .model import LNNet
+
+
+def __getattr__(name: str) -> object:
+    # the classifier imports scikit-learn when present: load it only when asked for
+    if name == "LNNetClassifier":
+        from .classifier import LNNetClassifier
+
+        return LNNetClassifier
+    raise AttributeError(f"module 'lncapacity' has no attribute {name!r}")
+
 
 __all__ = [
     "Certificate",

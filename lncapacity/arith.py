@@ -38,6 +38,9 @@ __all__ = [
 # ---------------------------------------------------------------------------
 # exact rationals
 
+MAX_EXPONENT = 4300
+"""Decimal exponents beyond this are refused: ``1e999999999`` would be a gigantic integer."""
+
 
 def exact(x: object) -> fmpq:
     """The exact rational value of ``x``.
@@ -78,7 +81,7 @@ def parse_rational(text: str, *, decimals: bool = False) -> fmpq:
             return fmpq(num, den)
         if decimals and not _is_int(s):
             d = Decimal(s)
-            if not d.is_finite():
+            if not d.is_finite() or "_" in s or abs(d.adjusted()) > MAX_EXPONENT:
                 raise ValueError
             f = Fraction(d)
             return fmpq(f.numerator, f.denominator)

@@ -147,11 +147,9 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
                 )
         points = points_from_arrays(X, y)
         net = build(points, eps=self.eps, depth=self.depth, method=self.method, seed=self.seed)
-        classes = np.unique(np.asarray(y))
-        if len(classes) != len(net.classes):  # e.g. 1 and 1.0, or b"a" and "a"
-            raise ValueError(f"labels {classes.tolist()} are not distinct as classes")
         self.net_ = net
-        self.classes_ = classes
+        # sorted like net.classes (the same labels, as int or str): predict maps one to the other
+        self.classes_ = np.unique(np.asarray(y))
         self.n_features_in_ = points.d
         return self
 

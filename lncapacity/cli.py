@@ -100,6 +100,18 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--eps", default="0", help="LayerNorm epsilon, exact (default 0)")
     s.add_argument("--out", metavar="CERT.jsonl", help="default: shatter-L<depth>.jsonl")
     s.add_argument("--workers", type=int, metavar="N", help="processes (default: all cores)")
+    s.add_argument(
+        "--search",
+        action="store_true",
+        help="allow more than L + 2 points: labelings the construction cannot do at depth L are "
+        "searched for numerically (PyTorch) and certified; the rest are reported",
+    )
+    s.add_argument(
+        "--random", type=int, metavar="N", help="N random points (default with --search: L + 3)"
+    )
+    s.add_argument("--dim", type=int, default=2, help="dimension of --random points (default 2)")
+    s.add_argument("--seed", type=int, default=0, help="seed of --random points and the search")
+    s.add_argument("--restarts", type=int, default=16, help="search restarts per labeling")
     s.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -148,6 +160,7 @@ def _run(label: str, quiet: bool, f: Callable[[Bar], Any]) -> tuple[Any, float]:
 
 
 def cmd_certify(args: argparse.Namespace) -> int:
+    _check_outputs(args.out, args.certificate)
     points = load_points(args.data)
     net, t_build = _run(
         "folding",
@@ -164,35 +177,83 @@ def cmd_certify(args: argparse.Namespace) -> int:
     return _check_and_report(args, net, points, {"build": t_build}, out=args.out)
 
 
+def _check_outputs(*paths: str | None) -> None:
+    """Fail before any long computation if an output cannot be written."""
+    for path in paths:
+        if path:
+            fileformat.check_writable(path)
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
+    _check_outputs(args.certificate)
     net = fileformat.load(args.net)
     points = load_points(args.data)
     return _check_and_report(args, net, points, {}, out=None)
 
 
 def cmd_shatter(args: argparse.Namespace) -> int:
-    from .shatter import shatter
+    from .shatter import labels_of, shatter
 
     X = None if args.points is None else load_points(args.points).X
+    if args.random is not None or (args.search and X is None):
+        if X is not None:
+            raise InputError("--points and --random exclude each other")
+        X = random_points(args.random or args.depth + 3, args.dim, args.seed)
+    search = {"restarts": args.restarts} if args.search else None
     out = args.out or f"shatter-L{args.depth}.jsonl"
     summary, _ = _run(
         "shattering",
         args.quiet,
-        lambda bar: shatter(X, args.depth, args.eps, out=out, workers=args.workers, progress=bar),
+        lambda bar: shatter(
+            X, args.depth, args.eps, out=out, workers=args.workers, progress=bar, search=search
+        ),
     )
-    report = summary.to_dict() | {"certificate": out, "seconds": round(summary.seconds, 3)}
+    written = summary.all_certified
+    report = summary.to_dict() | {
+        "certificate": out if written else None,
+        "seconds": round(summary.seconds, 3),
+    }
     if args.json:
         print(json.dumps(report, indent=1))
     else:
         hist = ", ".join(f"{k}: {v}" for k, v in report["folds_histogram"].items())
+        verdict = "shattered" if written else "NOT shattered"
+        margin = report["min_margin"]
         print(
-            f"shattered {summary.points} points at depth {summary.depth}: "
-            f"{summary.certified}/{summary.labelings} labelings certified, "
-            f"min certified margin {report['min_margin']:.4g}\n"
-            f"layers needed before padding (layers: labelings): {hist}\n"
-            f"{summary.seconds:.1f} s; wrote {out}"
+            f"{verdict}: {summary.points} points at depth {summary.depth}, "
+            f"{summary.certified}/{summary.labelings} labelings certified"
+            + (f", min certified margin {margin:.4g}" if margin is not None else "")
+            + f"\nlayers needed before padding (layers: labelings): {hist}\n"
+            + f"{summary.seconds:.1f} s; "
+            + (f"wrote {out}" if written else "no certificate written")
         )
-    return EXIT_OK if summary.all_certified else EXIT_BAD
+    if not written:
+        shown = ", ".join(
+            "".join(map(str, labels_of(k, summary.points))) for k in summary.failures[:8]
+        )
+        print(
+            f"lncapacity: error: {len(summary.failures)} labelings not realised "
+            f"(point i has digit i): {shown}",
+            file=sys.stderr,
+        )
+        return EXIT_BAD
+    return EXIT_OK
+
+
+def random_points(n: int, dim: int, seed: int) -> list[tuple[Any, ...]]:
+    """``n`` distinct random points with coordinates in quarters of ``[-10, 10] / 4``."""
+    import random
+
+    from flint import fmpq
+
+    if n < 1 or dim < 1:
+        raise InputError("--random and --dim must be positive")
+    rng, pts = random.Random(seed), []
+    while len(pts) < n:
+        p = tuple(fmpq(rng.randint(-40, 40), 16) for _ in range(dim))
+        if p not in pts:
+            pts.append(p)
+    return pts
 
 
 def cmd_verify_shatter(args: argparse.Namespace) -> int:
@@ -240,12 +301,12 @@ def _check_and_report(
     )
     checks = [floats.check(net, points, dt) for dt in floats.DTYPES]
     if cert.all_certified:
+        files = []
         if args.certificate:
-            fileformat.write_atomic(
-                args.certificate, fileformat.dumps(_certificate_json(cert, net, points))
-            )
+            files.append((args.certificate, fileformat.dumps(_certificate_json(cert, net, points))))
         if out:
-            fileformat.save(net, out)
+            files.append((out, fileformat.dumps(fileformat.to_dict(net))))
+        fileformat.write_all_atomic(files)
     summary = _summary(net, points, cert, checks, seconds, out, args.certificate)
     if args.json:
         print(json.dumps(summary, indent=1))
@@ -310,7 +371,8 @@ def _summary(
         "depth_bound": max(points.m - 2, 0),
         "certified": cert.certified,
         "all_certified": cert.all_certified,
-        "min_certified_margin": _finite(cert.min_margin),
+        # null with a single class (nothing to separate) or when some point fails
+        "min_certified_margin": _finite(cert.min_margin) if cert.all_certified else None,
         "precision_bits": cert.precision,
         "float": {
             c.dtype: {"agree": c.agree, "total": c.total, "min_margin": _finite(c.min_margin)}
@@ -324,21 +386,33 @@ def _summary(
 
 def _text(s: dict[str, Any]) -> str:
     def num(x: float | None) -> str:
-        return "none (one class)" if x is None else f"{x:.4g}"
+        if x is None:
+            return "none (one class)" if len(s["classes"]) == 1 else "none"
+        return "> 0 (below 1e-308)" if x == 0 else f"{x:.4g}"
 
     dup = f", {s['duplicates_merged']} duplicate rows merged" if s["duplicates_merged"] else ""
     classes = ", ".join(map(str, s["classes"]))
     lines = [
         f"{s['data']}: {s['points']} points in R^{s['dim']}, classes {classes}{dup}",
         f"net: width 3, depth {s['depth']} (bound m - 2 = {s['depth_bound']})"
-        + (f", {s['folds']} folds" if s["folds"] is not None and s["folds"] != s["depth"] else "")
+        + (
+            f", {s['folds']} before padding"
+            if s["folds"] is not None and s["folds"] != s["depth"]
+            else ""
+        )
         + (f", method {s['method']}" if s["method"] else "")
         + f", eps {s['eps']}",
-        f"certified: {s['certified']}/{s['points']} points, min certified margin "
-        f"{num(s['min_certified_margin'])} ({s['precision_bits']} bits)",
+        f"certified: {s['certified']}/{s['points']} points"
+        + (
+            f", min certified margin {num(s['min_certified_margin'])}"
+            if s["all_certified"]
+            else "  FAILS"
+        )
+        + f" ({s['precision_bits']} bits)",
     ]
     for dt, c in s["float"].items():
-        flag = "" if c["agree"] == c["total"] else "  WARNING: float disagrees with the certificate"
+        wrong = c["total"] - c["agree"]
+        flag = f"  WARNING: {dt} misclassifies {wrong} of the points" if wrong else ""
         lines.append(
             f"{dt}: {c['agree']}/{c['total']} agree, min margin {num(c['min_margin'])}{flag}"
         )

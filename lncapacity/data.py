@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from flint import fmpq
 
-from .arith import exact
+from .arith import MAX_EXPONENT, exact
 from .errors import InputError
 from .model import Label
 
@@ -41,7 +41,6 @@ __all__ = ["Label", "PointSet", "load_points", "points_from_arrays"]
 _SHOWN = 5  # at most this many lines/rows/columns are named in one message
 _INT_LABEL = re.compile(r"[+-]?[0-9]{1,4000}")  # int() refuses more than 4300 digits
 _EXPONENT = re.compile(r"[eE]([+-]?[0-9]+)$")
-_MAX_EXPONENT = 4300  # "1e999999999" would otherwise build a gigantic integer
 _NUMERIC = "biuf"  # numpy dtype kinds accepted as coordinates (bools count as 0/1)
 
 
@@ -281,8 +280,8 @@ def _parse_value(t: str) -> fmpq:
     if not t:
         raise ValueError("empty value")
     e = _EXPONENT.search(t)
-    if e and abs(int(e.group(1))) > _MAX_EXPONENT:
-        raise ValueError(f"value {_show(t)} out of range (exponent beyond ±{_MAX_EXPONENT})")
+    if e and abs(int(e.group(1))) > MAX_EXPONENT:
+        raise ValueError(f"value {_show(t)} out of range (exponent beyond ±{MAX_EXPONENT})")
     try:
         return exact(t)
     except ValueError:

@@ -48,6 +48,7 @@ __all__ = [
     "FORMAT",
     "U",
     "V",
+    "check_writable",
     "dumps",
     "from_dict",
     "from_gadget",
@@ -57,6 +58,7 @@ __all__ = [
     "save",
     "to_dict",
     "to_gadget",
+    "write_all_atomic",
     "write_atomic",
 ]
 
@@ -267,17 +269,42 @@ def publish(tmp: str, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def check_writable(path: str | os.PathLike[str]) -> None:
+    """Raise :class:`InputError` now if ``path`` cannot be written later."""
+    p = Path(path)
+    folder = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise InputError(f"{p}: is a directory")
+    if not folder.is_dir():
+        raise InputError(f"{p}: no such folder {str(folder)!r}")
+    if not os.access(folder, os.W_OK):
+        raise InputError(f"{p}: folder not writable")
+
+
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file in the same folder and a rename."""
-    p = Path(path)
+    write_all_atomic([(path, text)])
+
+
+def write_all_atomic(files: Sequence[tuple[str | os.PathLike[str], str]]) -> None:
+    """Write several files so that either all of them appear or none does.
+
+    Each goes to a temporary file in its own folder first; only when every one
+    is complete are they renamed into place.
+    """
+    done: list[tuple[str, Path]] = []
+    p = Path(".")
     try:
-        fd, tmp = tempfile.mkstemp(dir=p.parent or ".", prefix=f".{p.name}.", suffix=".tmp")
+        for path, text in files:
+            p = Path(path)
+            fd, tmp = tempfile.mkstemp(dir=p.parent or ".", prefix=f".{p.name}.", suffix=".tmp")
+            done.append((tmp, p))
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+        for tmp, p in done:
+            publish(tmp, p)
     except OSError as e:
         raise InputError(f"{p}: cannot write: {e.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        publish(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    finally:
+        for tmp, _ in done:
+            Path(tmp).unlink(missing_ok=True)

@@ -68,6 +68,6 @@ def check(net: LNNet[Any], points: PointSet, dtype: str = "float64") -> FloatChe
     own = z[rows, target]
     z[rows, target] = -np.inf
     margins = own - z.max(axis=1) if z.shape[1] > 1 else np.full(len(target), np.inf)
-    margins = np.nan_to_num(margins, nan=-np.inf)  # a NaN score decides nothing
+    margins = np.where(np.isnan(margins), -np.inf, margins)  # a NaN score decides nothing
     agree = int(np.sum(margins > 0))
     return FloatCheck(dtype, agree, len(target), float(margins.min(initial=np.inf)))

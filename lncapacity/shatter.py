@@ -50,7 +50,7 @@ from .arith import exact, format_rational, parse_rational
 from .certify import certify
 from .data import PointSet
 from .errors import InputError
-from .fileformat import from_gadget, publish, to_gadget
+from .fileformat import from_dict, from_gadget, publish, to_dict, to_gadget
 from .model import Affine, LNNet
 
 FORMAT = "lnnet-shatter/1"
@@ -86,7 +86,7 @@ class ShatterSummary:
             "certified": self.certified,
             "all_certified": self.all_certified,
             "min_margin": self.min_margin if math.isfinite(self.min_margin) else None,
-            "folds_histogram": {str(k): v for k, v in sorted(self.folds.items())},
+            "folds_histogram": {str(k): v for k, v in sorted(self.folds.items(), key=str)},
             "failures": self.failures[:20],
         }
 
@@ -125,25 +125,34 @@ def _margins(net: LNNet[fmpq], X: Sequence[tuple[fmpq, ...]], y: Sequence[int]) 
     return [p.margin if p.certified else -math.inf for p in cert.points]
 
 
-def _shatter_chunk(args: tuple[list[tuple[fmpq, ...]], int, fmpq, list[int]]) -> list[dict]:
+def _shatter_chunk(
+    args: tuple[list[tuple[fmpq, ...]], int, fmpq, list[int], dict | None],
+) -> list[dict]:
     from .construct import build  # workers build; the verifier never imports this
 
-    X, depth, eps, ks = args
+    X, depth, eps, ks, search = args
     m, mask = len(X), (1 << len(X)) - 1
     out = []
     for k in ks:
         y = labels_of(k, m)
         try:
             net = build(_point_set(X, y), eps=eps, depth=depth, classes=CLASSES)
+            record: dict[str, Any] = {"folds": net.meta["folds"], "net": to_gadget(net)}
         except InputError as e:
-            out.append({"labeling": k, "error": str(e)})
-            continue
+            net = None
+            if search is not None:
+                from .search import find_net
+
+                net = find_net(_point_set(X, y), depth, eps, CLASSES, seed=k, **search)
+            if net is None:
+                out.append({"labeling": k, "error": str(e) if search is None else "none found"})
+                continue
+            record = {"folds": "search", "lnnet": to_dict(net)}
         comp = k ^ mask
         out.append(
             {
                 "labeling": k,
-                "folds": net.meta["folds"],
-                "net": to_gadget(net),
+                **record,
                 "margins": _json_floats(_margins(net, X, y)),
                 "complement": {
                     "labeling": comp,
@@ -187,19 +196,26 @@ def shatter(
     out: str | os.PathLike[str] | None = None,
     workers: int | None = None,
     progress: Progress | None = None,
+    search: dict[str, int] | None = None,
 ) -> ShatterSummary:
     """Build and certify a depth-``depth`` net for every labeling of ``X`` (``depth + 2`` points).
 
     ``X`` defaults to :func:`default_points`.  Writes the shattering
-    certificate to ``out`` (if given).  Raises :class:`InputError` for bad
-    parameters, or naming the first labeling that cannot be realised.
+    certificate to ``out`` (if given, and only if every labeling is certified).
+    Raises :class:`InputError` for bad parameters, or naming the first labeling
+    that cannot be realised.  With ``search`` (keyword arguments of
+    :func:`lncapacity.search.find_net`, e.g. ``{}``) ``X`` may have more points:
+    labelings the construction cannot do at this depth are searched for
+    numerically and certified, and the ones not found are listed in
+    ``summary.failures`` instead of raising.
     """
     if not isinstance(depth, int) or depth < 0:
         raise InputError(f"depth must be a non-negative integer, got {depth!r}")
     points = default_points(depth) if X is None else [tuple(exact(v) for v in x) for x in X]
-    m = depth + 2
-    if len(points) != m:
-        raise InputError(f"shattering at depth {depth} takes {m} points, got {len(points)}")
+    m = len(points)
+    if m != depth + 2 and (search is None or m < depth + 2):
+        want = f"at least {depth + 2}" if search is not None else str(depth + 2)
+        raise InputError(f"shattering at depth {depth} takes {want} points, got {m}")
     if len(set(points)) != m:
         raise InputError("the points must be distinct")
     eps_q = exact(eps)
@@ -218,15 +234,18 @@ def shatter(
     }
     canonical = range(0, 1 << m, 2)  # point 0 labelled 0; the complement has it 1
     tasks = (
-        (points, depth, eps_q, list(canonical[i : i + CHUNK]))
+        (points, depth, eps_q, list(canonical[i : i + CHUNK]), search)
         for i in range(0, len(canonical), CHUNK)
     )
     start = time.perf_counter()
-    with _writer(out) as write:
+    with _writer(out) as (write, discard):
         write(header)
         for records in _map(_shatter_chunk, tasks, workers or os.cpu_count() or 1):
             for rec in records:
                 if "error" in rec:
+                    if search is not None:
+                        summary.failures += [rec["labeling"], rec["labeling"] ^ ((1 << m) - 1)]
+                        continue
                     bits = "".join(map(str, labels_of(rec["labeling"], m)))
                     raise InputError(f"labeling {bits} (point i has digit i): {rec['error']}")
                 summary.folds[rec["folds"]] += 2
@@ -240,6 +259,8 @@ def shatter(
                 progress(summary.certified + len(summary.failures), summary.labelings)
         summary.seconds = time.perf_counter() - start
         write({"summary": summary.to_dict()})
+        if not summary.all_certified:
+            discard()
     return summary
 
 
@@ -256,10 +277,14 @@ class _writer:
 
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
         self.path = None if path is None else Path(path)
+        self.keep = True
 
-    def __enter__(self) -> Callable[[Any], None]:
+    def __enter__(self) -> tuple[Callable[[Any], None], Callable[[], None]]:
+        def discard() -> None:
+            self.keep = False
+
         if self.path is None:
-            return lambda obj: None
+            return (lambda obj: None), discard
         try:
             fd, self.tmp = tempfile.mkstemp(
                 dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp"
@@ -269,14 +294,16 @@ class _writer:
         raw = os.fdopen(fd, "wb")
         self.f = gzip.GzipFile(fileobj=raw, mode="wb") if self.path.suffix == ".gz" else raw
         self.raw = raw
-        return lambda obj: self.f.write((json.dumps(obj, separators=(",", ":")) + "\n").encode())
+        return (
+            lambda obj: self.f.write((json.dumps(obj, separators=(",", ":")) + "\n").encode())
+        ), discard
 
     def __exit__(self, kind: object, *_: object) -> None:
         if self.path is None:
             return
         self.f.close()
         self.raw.close()
-        if kind is None:
+        if kind is None and self.keep:
             publish(self.tmp, self.path)
         else:
             Path(self.tmp).unlink(missing_ok=True)
@@ -309,7 +336,12 @@ def _verify_chunk(args: tuple[dict, list[dict]]) -> list[tuple[int, bool, float,
     out = []
     for rec in records:
         try:
-            net = from_gadget(rec["net"], input_dim=len(X[0]), eps=eps, classes=CLASSES)
+            if "lnnet" in rec:
+                net = from_dict(rec["lnnet"], f"labeling {rec['labeling']}")
+                if net.eps != eps or net.classes != CLASSES or net.input_dim != len(X[0]):
+                    raise InputError("the net does not match the header")
+            else:
+                net = from_gadget(rec["net"], input_dim=len(X[0]), eps=eps, classes=CLASSES)
             pairs = [(rec["labeling"], net, rec["margins"])]
             comp = rec["complement"]
             pairs.append((comp["labeling"], _swapped(net), comp["margins"]))
@@ -359,7 +391,7 @@ def verify_shatter(
         raise InputError(f"{path}: not an {FORMAT} certificate")
     try:
         m, depth = len(header["points"]), int(header["depth"])
-        if m != depth + 2 or header["labelings"] != 1 << m:
+        if m < depth + 2 or header["labelings"] != 1 << m:
             raise InputError(f"{path}: header: {m} points at depth {depth}")
     except (KeyError, TypeError, ValueError) as e:
         raise InputError(f"{path}: header: {e}") from None

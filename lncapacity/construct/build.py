@@ -73,7 +73,10 @@ def build(
     needed = len(chain.steps)
     if depth is not None:
         if needed > depth:
-            raise InputError(f"this labeling needs {needed} LayerNorm layers, more than {depth}")
+            raise InputError(
+                f"this labeling needs {needed} LayerNorm layer{'s' * (needed != 1)}, "
+                f"more than {depth}"
+            )
         _pad(chain, depth - needed)
     meta.update(projection=[str(wi) for wi in w], folds=needed, depth=len(chain.steps))
 

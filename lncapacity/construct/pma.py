@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from flint import arb, fmpq
 
 from ..arith import dyadic_between, precision
+from ..errors import ConstructionError
 from .fold import Chain, FoldStep
 from .project import runs
 
@@ -39,7 +40,14 @@ GUARD_BITS = 40
 """Different-label neighbours must be this many bits farther apart than any ball is wide."""
 
 CENTRE_TOLERANCE = fmpq(1, 2**12)
-"""The rational centre lies within this fraction of the safe interval of the exact midpoint."""
+"""The rational centre lies this close to the exact midpoint, relative to the nearest gap.
+
+Groups stand for values the exact algorithm merges, so their width must stay
+small against the gaps they meet.  Later values of the group's own label may
+come closer than its width (mirror near-coincidences); they simply join it."""
+
+REFINE_LIMIT = 2**8
+"""Give up on a fold whose safe interval stays empty after this factor of precision."""
 
 
 def pma(chain: Chain, y: Sequence[int], progress: Progress | None = None) -> None:
@@ -54,7 +62,7 @@ def pma(chain: Chain, y: Sequence[int], progress: Progress | None = None) -> Non
         if runs(labels) <= 2:
             return
         j = next(k for k in range(1, len(groups)) if labels[k] == labels[0])
-        chain.push(_fold(chain, groups, j, steps_ahead=len(groups) - 2))
+        chain.push(_fold(chain, groups, j, y, steps_ahead=len(groups) - 2))
         groups = [groups[0] + groups[j], *groups[1:j], *groups[j + 1 :]]
         assert len(chain.steps) <= total
 
@@ -102,8 +110,11 @@ def _merge_neighbours(
     return merged, True
 
 
-def _fold(chain: Chain, groups: list[list[int]], j: int, steps_ahead: int) -> FoldStep:
+def _fold(
+    chain: Chain, groups: list[list[int]], j: int, y: Sequence[int], steps_ahead: int
+) -> FoldStep:
     """The fold merging group 0 with group ``j``, its centre certified safe."""
+    start = chain.prec
     while True:
         gi, gj, between, rest = groups[:1], groups[j : j + 1], groups[1:j], groups[j + 1 :]
         lo_i, hi_i, lo_j, hi_j = (f(g) for g in (gi, gj) for f in (chain.lower, chain.upper))
@@ -116,12 +127,19 @@ def _fold(chain: Chain, groups: list[list[int]], j: int, steps_ahead: int) -> Fo
             upper = min(upper, (b_lo + lo_j) / 2)
             gaps += [b_lo - hi_i, lo_j - b_hi]
         if rest:
-            # every later value strictly farther from c than group i (so than group j)
-            r_lo = chain.lower(rest)
-            upper = min(upper, (lo_i + r_lo) / 2)
-            gaps.append(r_lo - hi_j)
+            # every later value of the other label strictly farther from c than group i
+            # (so than group j); later values of this label may join the new group
+            other = [g for g in rest if y[g[0]] != y[gi[0][0]]]
+            if other:
+                upper = min(upper, (lo_i + chain.lower(other)) / 2)
+            gaps.append(chain.lower(rest) - hi_j)
         if lower < upper:
             break
+        if chain.prec > start * REFINE_LIMIT:
+            raise ConstructionError(
+                f"fold {len(chain.steps) + 1}: no safe centre at {chain.prec} bits "
+                "(the groups of merged values are too wide; please report this data set)"
+            )
         chain.refine(steps_ahead)
     # stay this close to the exact midpoint, relative to the nearest neighbours,
     # so that the new group is far narrower than any gap the next folds see
