@@ -20,7 +20,7 @@ from . import __version__, fileformat, floats
 from .certify import Certificate, certify
 from .construct import METHODS, build
 from .data import PointSet, load_points
-from .errors import InputError
+from .errors import ConstructionError, InputError
 from .model import LNNet
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD = 0, 1, 2
@@ -136,6 +136,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as e:
         print(f"lncapacity: error: {e}", file=sys.stderr)
         return EXIT_BAD
+    except ConstructionError as e:
+        print(f"lncapacity: construction failed: {e}", file=sys.stderr)
+        return EXIT_INTERNAL
     except KeyboardInterrupt:
         print("lncapacity: interrupted", file=sys.stderr)
         return 130

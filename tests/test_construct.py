@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from lncapacity import InputError, build, certify, points_from_arrays
 from lncapacity.arith import precision
 from lncapacity.construct import FoldStep, runs
+from lncapacity.errors import ConstructionError
 from lncapacity.floats import check
 
 EPS = [fmpq(0), fmpq(1, 100000)]
@@ -162,3 +163,49 @@ def test_property_any_small_set_any_labels(case):
     cert = certify(net, X, y)
     assert cert.all_certified
     assert check(net, points_from_arrays(X, y), "float64").all_agree
+
+
+@pytest.mark.parametrize(
+    "seed",
+    [
+        0,
+        2,
+        pytest.param(
+            8,
+            marks=pytest.mark.xfail(
+                raises=ConstructionError,
+                strict=True,
+                reason="known limitation: on data with many exact ties the rational-centre "
+                "PMA's groups can be wider than a later gap between two labels",
+            ),
+        ),
+    ],
+)
+def test_data_on_a_grid_with_many_mirror_coincidences(seed):
+    """Iris-like data (a 0.1 grid): certified, or (known limitation) a fast, clean failure."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 12, size=(150, 4)) / 10
+    y = (X[:, 0] + X[:, 1] > 1.1).astype(int) ^ (rng.random(150) < 0.2)
+    points = points_from_arrays(*_unique(X, y))
+    net = build(points)
+    assert net.depth <= points.m - 2
+    assert certify(net, points).all_certified
+
+
+def test_iris_setosa_against_the_rest():
+    datasets = pytest.importorskip("sklearn.datasets")
+    X, y = datasets.load_iris(return_X_y=True)
+    points = points_from_arrays(*_unique(X - X.mean(), (y != 0).astype(int)))
+    assert certify(build(points), points).all_certified
+
+
+def _unique(X, y):
+    """Drop rows that repeat a point with another label (no net can fit those)."""
+    seen: dict[tuple, int] = {}
+    keep = []
+    for i, (row, label) in enumerate(zip(map(tuple, X), y, strict=True)):
+        if seen.setdefault(row, label) == label:
+            keep.append(i)
+    conflicted = {row for row, label in zip(map(tuple, X), y, strict=True) if seen[row] != label}
+    keep = [i for i in keep if tuple(X[i]) not in conflicted]
+    return X[keep], y[keep]

@@ -19,7 +19,7 @@ from ..data import PointSet, points_from_arrays
 from ..errors import InputError
 from ..fileformat import read_vector
 from ..model import Affine, Label, LNNet
-from .fold import Chain, FoldStep, fold_layer
+from .fold import Chain, FoldStep, fold_layer, reversal
 from .pma import Progress, order_groups, pma
 from .project import project, runs
 
@@ -107,13 +107,9 @@ def _zeros(read: Sequence[fmpq]) -> tuple[fmpq, ...]:
 
 
 def _pad(chain: Chain, count: int) -> None:
-    """Append ``count`` injective folds (centre left of every value; order reverses)."""
-    everything = [list(range(len(chain.t)))]
+    """Append ``count`` injective folds (proofs/depth_and_padding.md, padding lemma)."""
     for _ in range(count):
-        lo, hi = chain.lower(everything), chain.upper(everything)
-        span = max(hi - lo, fmpq(1, 2**20))
-        centre = dyadic_between(lo - 2 * span, lo - span)
-        chain.push(FoldStep(centre, dyadic_between(span / 2, span), kind="pad"))
+        chain.push(reversal(chain))
 
 
 def _threshold(chain: Chain, y: Sequence[int]) -> tuple[fmpq, int]:

@@ -26,7 +26,7 @@ from typing import Any
 
 from flint import arb, fmpq
 
-from ..arith import arb_to_fmpq, ball, format_rational, precision
+from ..arith import arb_to_fmpq, ball, dyadic_between, format_rational, precision
 from ..fileformat import gadget_affine
 from ..model import Affine
 
@@ -81,6 +81,18 @@ class FoldStep:
 def fold_layer(a: Sequence[fmpq], step: FoldStep) -> Affine[fmpq]:
     """The affine map ``h -> S ((a . h - c) u + beta v)`` of one gadget layer."""
     return gadget_affine(a, step.centre, step.offset, step.scale, step.meta())
+
+
+def reversal(chain: Chain, kind: str = "pad") -> FoldStep:
+    """An injective fold: centre left of every value, so the order just reverses.
+
+    (proofs/depth_and_padding.md, padding lemma.)
+    """
+    everything = [list(range(len(chain.t)))]
+    lo, hi = chain.lower(everything), chain.upper(everything)
+    span = max(hi - lo, fmpq(1, 2**20))
+    centre = dyadic_between(lo - 2 * span, lo - span)
+    return FoldStep(centre, dyadic_between(span / 2, span), kind=kind)
 
 
 class Chain:

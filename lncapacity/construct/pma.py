@@ -31,7 +31,7 @@ from flint import arb, fmpq
 
 from ..arith import dyadic_between, precision
 from ..errors import ConstructionError
-from .fold import Chain, FoldStep
+from .fold import Chain, FoldStep, reversal
 from .project import runs
 
 Progress = Callable[[int, int], None]
@@ -46,9 +46,6 @@ Groups stand for values the exact algorithm merges, so their width must stay
 small against the gaps they meet.  Later values of the group's own label may
 come closer than its width (mirror near-coincidences); they simply join it."""
 
-REFINE_LIMIT = 2**8
-"""Give up on a fold whose safe interval stays empty after this factor of precision."""
-
 
 def pma(chain: Chain, y: Sequence[int], progress: Progress | None = None) -> None:
     """Append the paper's folds to ``chain`` until at most two label runs remain."""
@@ -62,7 +59,18 @@ def pma(chain: Chain, y: Sequence[int], progress: Progress | None = None) -> Non
         if runs(labels) <= 2:
             return
         j = next(k for k in range(1, len(groups)) if labels[k] == labels[0])
-        chain.push(_fold(chain, groups, j, y, steps_ahead=len(groups) - 2))
+        step = _fold(chain, groups, j, y, steps_ahead=len(groups) - 2)
+        if step is None:
+            if j > 1:
+                raise ConstructionError(
+                    f"fold {len(chain.steps) + 1}: no safe centre (merged groups too wide "
+                    "for their neighbours; please report this data set)"
+                )
+            # groups 0 and 1 are neighbours of one label: the exact fold would leave the
+            # order (rest reversed, then the merged pair); an order-reversing injective
+            # fold gives exactly that order, and the two groups are merged as labels
+            step = reversal(chain, kind="pma-reverse")
+        chain.push(step)
         groups = [groups[0] + groups[j], *groups[1:j], *groups[j + 1 :]]
         assert len(chain.steps) <= total
 
@@ -112,9 +120,12 @@ def _merge_neighbours(
 
 def _fold(
     chain: Chain, groups: list[list[int]], j: int, y: Sequence[int], steps_ahead: int
-) -> FoldStep:
-    """The fold merging group 0 with group ``j``, its centre certified safe."""
-    start = chain.prec
+) -> FoldStep | None:
+    """The fold merging group 0 with group ``j``, its centre certified safe.
+
+    None if there is no safe centre: the merged groups are too wide for their
+    neighbours (near-coincidences in data with many ties), which no precision cures.
+    """
     while True:
         gi, gj, between, rest = groups[:1], groups[j : j + 1], groups[1:j], groups[j + 1 :]
         lo_i, hi_i, lo_j, hi_j = (f(g) for g in (gi, gj) for f in (chain.lower, chain.upper))
@@ -135,11 +146,8 @@ def _fold(
             gaps.append(chain.lower(rest) - hi_j)
         if lower < upper:
             break
-        if chain.prec > start * REFINE_LIMIT:
-            raise ConstructionError(
-                f"fold {len(chain.steps) + 1}: no safe centre at {chain.prec} bits "
-                "(the groups of merged values are too wide; please report this data set)"
-            )
+        if lower - upper > abs(hi_i) * fmpq(1, 2 ** (chain.prec // 2)):
+            return None  # empty by far more than the balls' width
         chain.refine(steps_ahead)
     # stay this close to the exact midpoint, relative to the nearest neighbours,
     # so that the new group is far narrower than any gap the next folds see
