@@ -56,8 +56,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"lncapacity {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def common(q: argparse.ArgumentParser) -> None:
-        q.add_argument("--certificate", metavar="CERT.json", help="write the per-point certificate")
+    def output(
+        q: argparse.ArgumentParser, certificate: bool = False, workers: bool = False
+    ) -> None:
+        if certificate:
+            q.add_argument("--certificate", metavar="CERT.json", help="write the certificate")
+        if workers:
+            q.add_argument(
+                "--workers", type=int, metavar="N", help="processes (default: all cores)"
+            )
         q.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
         q.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -74,7 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--depth", type=int, metavar="L", help="pad to exactly L LayerNorm layers")
     c.add_argument("--method", default="pma", choices=sorted(METHODS), help="construction")
     c.add_argument("--seed", type=int, default=0, help="seed for the choice of projection")
-    common(c)
+    output(c, certificate=True)
 
     v = sub.add_parser(
         "verify",
@@ -84,7 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     v.add_argument("net", metavar="NET.json")
     v.add_argument("data", metavar="DATA")
-    common(v)
+    output(v, certificate=True)
 
     s = sub.add_parser(
         "shatter",
@@ -99,7 +106,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--eps", default="0", help="LayerNorm epsilon, exact (default 0)")
     s.add_argument("--out", metavar="CERT.jsonl", help="default: shatter-L<depth>.jsonl")
-    s.add_argument("--workers", type=int, metavar="N", help="processes (default: all cores)")
     s.add_argument(
         "--search",
         action="store_true",
@@ -110,10 +116,9 @@ def _parser() -> argparse.ArgumentParser:
         "--random", type=int, metavar="N", help="N random points (default with --search: L + 3)"
     )
     s.add_argument("--dim", type=int, default=2, help="dimension of --random points (default 2)")
-    s.add_argument("--seed", type=int, default=0, help="seed of --random points and the search")
+    s.add_argument("--seed", type=int, default=0, help="seed of the --random points")
     s.add_argument("--restarts", type=int, default=16, help="search restarts per labeling")
-    s.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
-    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    output(s, workers=True)
 
     vs = sub.add_parser(
         "verify-shatter",
@@ -123,9 +128,7 @@ def _parser() -> argparse.ArgumentParser:
         "problem.",
     )
     vs.add_argument("certificate", metavar="CERT.jsonl")
-    vs.add_argument("--workers", type=int, metavar="N", help="processes (default: all cores)")
-    vs.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
-    vs.add_argument("--quiet", action="store_true", help="no progress bar")
+    output(vs, workers=True)
     return p
 
 
