@@ -15,10 +15,8 @@ constructions, so :func:`certify` is an independent check of what they built.
 from __future__ import annotations
 
 import math
-import multiprocessing
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +26,7 @@ from .arith import exact, lower_bound_float, precision
 from .data import PointSet, points_from_arrays
 from .errors import InputError
 from .model import Label, LNNet
+from .parallel import imap
 
 MAX_PRECISION = 1 << 16
 
@@ -120,19 +119,11 @@ def certify(
         workers = (os.cpu_count() or 1) if points.m * (net.depth + 1) > PARALLEL_WORK else 1
     chunks = [jobs[i : i + CHUNK] for i in range(0, len(jobs), CHUNK)]
     results: list[tuple[int, bool, float, int]] = []
-    if workers > 1 and len(chunks) > 1:
-        ctx = multiprocessing.get_context("fork" if "fork" in _START_METHODS else None)
-        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-            futures = [pool.submit(_certify_chunk, net, chunk, max_precision) for chunk in chunks]
-            for future in as_completed(futures):
-                results += future.result()
-                if progress:
-                    progress(len(results), points.m)
-    else:
-        for chunk in chunks:
-            results += _certify_chunk(net, chunk, max_precision)
-            if progress:
-                progress(len(results), points.m)
+    tasks = ((net, chunk, max_precision) for chunk in chunks)
+    for part in imap(_certify_chunk, tasks, workers if len(chunks) > 1 else 1):
+        results += part
+        if progress:
+            progress(len(results), points.m)
     results.sort()
     return Certificate(
         tuple(PointResult(k, points.y[k], ok, margin, prec) for k, ok, margin, prec in results)
@@ -143,13 +134,12 @@ CHUNK = 32
 PARALLEL_WORK = 20_000
 """Points times layers above which certification is spread over processes."""
 
-_START_METHODS = multiprocessing.get_all_start_methods()
-
 
 def _certify_chunk(
-    net: LNNet[fmpq], jobs: Sequence[tuple[int, Sequence[fmpq], int]], max_precision: int
+    task: tuple[LNNet[fmpq], Sequence[tuple[int, Sequence[fmpq], int]], int],
 ) -> list[tuple[int, bool, float, int]]:
     """(index, certified, margin, precision) per job; precision adapts from point to point."""
+    net, jobs, max_precision = task
     scores = _evaluator(net)
     prec = _start_precision(net)
     out = []

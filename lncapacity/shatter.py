@@ -32,13 +32,11 @@ import gzip
 import io
 import json
 import math
-import multiprocessing
 import os
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +50,7 @@ from .data import PointSet
 from .errors import InputError
 from .fileformat import from_dict, from_gadget, publish, to_dict, to_gadget
 from .model import Affine, LNNet
+from .parallel import imap
 
 FORMAT = "lnnet-shatter/1"
 CLASSES = (0, 1)
@@ -167,27 +166,6 @@ def _json_floats(xs: Iterable[float]) -> list[float | None]:
     return [x if math.isfinite(x) else None for x in xs]
 
 
-def _pool(workers: int) -> ProcessPoolExecutor:
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-    return ProcessPoolExecutor(workers, mp_context=ctx)
-
-
-def _map(fn: Callable, tasks: Iterator, workers: int) -> Iterator:
-    """``map(fn, tasks)`` lazily, over ``workers`` processes, in order, a bounded window ahead."""
-    if workers <= 1:
-        yield from map(fn, tasks)
-        return
-    with _pool(workers) as pool:
-        window: list = []
-        for task in tasks:
-            window.append(pool.submit(fn, task))
-            if len(window) >= 4 * workers:
-                yield window.pop(0).result()
-        for fut in window:
-            yield fut.result()
-
-
 def shatter(
     X: Sequence[Sequence[object]] | None,
     depth: int,
@@ -240,7 +218,7 @@ def shatter(
     start = time.perf_counter()
     with _writer(out) as (write, discard):
         write(header)
-        for records in _map(_shatter_chunk, tasks, workers or os.cpu_count() or 1):
+        for records in imap(_shatter_chunk, tasks, workers or os.cpu_count() or 1):
             for rec in records:
                 if "error" in rec:
                     if search is not None:
@@ -417,7 +395,7 @@ def verify_shatter(
             yield header, batch
 
     start = time.perf_counter()
-    for results in _map(_verify_chunk, batches(), workers or os.cpu_count() or 1):
+    for results in imap(_verify_chunk, batches(), workers or os.cpu_count() or 1):
         for k, ok, margin, reason in results:
             if k >= 0:
                 if seen[k]:
