@@ -108,9 +108,10 @@ class Chain:
         self.eps = eps
         self.steps: list[FoldStep] = []
         self.prec = prec
-        self._replay()
+        self.refresh()
 
-    def _replay(self) -> None:
+    def refresh(self) -> None:
+        """Recompute every value from the exact start (also after editing ``steps``)."""
         with precision(self.prec):
             self.values = [ball(x) for x in self.t]
             for step in self.steps:
@@ -150,4 +151,4 @@ class Chain:
         per_step = (self.prec - accuracy) / max(len(self.steps), 1)
         projected = int(self.prec + 1.5 * per_step * steps_ahead)
         self.prec = min(max(2 * self.prec, projected), limit)
-        self._replay()
+        self.refresh()

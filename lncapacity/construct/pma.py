@@ -39,16 +39,37 @@ Progress = Callable[[int, int], None]
 GUARD_BITS = 40
 """Different-label neighbours must be this many bits farther apart than any ball is wide."""
 
-CENTRE_TOLERANCE = fmpq(1, 2**12)
-"""The rational centre lies this close to the exact midpoint, relative to the nearest gap.
+CENTRE_TOLERANCE = (fmpq(1, 2**12), fmpq(1, 2**76), fmpq(1, 2**204), fmpq(1, 2**460))
+"""How close the rational centre lies to the exact midpoint, relative to the nearest gap.
 
 Groups stand for values the exact algorithm merges, so their width must stay
 small against the gaps they meet.  Later values of the group's own label may
-come closer than its width (mirror near-coincidences); they simply join it."""
+come closer than its width (mirror near-coincidences); they simply join it.
+Later values of the other label may too, in data with many exact ties: then
+the construction starts again with the next, tighter tolerance (the exact
+algorithm, the limit, never fails)."""
+
+
+class NoSafeCentre(ConstructionError):
+    """A group got wider than a gap between the labels: retry with a tighter tolerance."""
 
 
 def pma(chain: Chain, y: Sequence[int], progress: Progress | None = None) -> None:
-    """Append the paper's folds to ``chain`` until at most two label runs remain."""
+    """Append the paper's folds to ``chain`` until at most two label runs remain.
+
+    Tries the tolerances of :data:`CENTRE_TOLERANCE` in turn, from the empty chain.
+    """
+    for tolerance in CENTRE_TOLERANCE:
+        del chain.steps[:]
+        chain.refresh()
+        try:
+            return _pma(chain, y, tolerance, progress)
+        except NoSafeCentre as e:
+            failure = e
+    raise ConstructionError(f"{failure} (at every tolerance down to 2^-460)")
+
+
+def _pma(chain: Chain, y: Sequence[int], tolerance: fmpq, progress: Progress | None) -> None:
     groups = [[k] for k in range(len(y))]
     total = len(y) - 2
     while True:
@@ -59,12 +80,12 @@ def pma(chain: Chain, y: Sequence[int], progress: Progress | None = None) -> Non
         if runs(labels) <= 2:
             return
         j = next(k for k in range(1, len(groups)) if labels[k] == labels[0])
-        step = _fold(chain, groups, j, y, steps_ahead=len(groups) - 2)
+        step = _fold(chain, groups, j, y, tolerance, steps_ahead=len(groups) - 2)
         if step is None:
             if j > 1:
-                raise ConstructionError(
+                raise NoSafeCentre(
                     f"fold {len(chain.steps) + 1}: no safe centre (merged groups too wide "
-                    "for their neighbours; please report this data set)"
+                    "for their neighbours)"
                 )
             # groups 0 and 1 are neighbours of one label: the exact fold would leave the
             # order (rest reversed, then the merged pair); an order-reversing injective
@@ -119,7 +140,12 @@ def _merge_neighbours(
 
 
 def _fold(
-    chain: Chain, groups: list[list[int]], j: int, y: Sequence[int], steps_ahead: int
+    chain: Chain,
+    groups: list[list[int]],
+    j: int,
+    y: Sequence[int],
+    tolerance: fmpq,
+    steps_ahead: int,
 ) -> FoldStep | None:
     """The fold merging group 0 with group ``j``, its centre certified safe.
 
@@ -152,7 +178,7 @@ def _fold(
     # stay this close to the exact midpoint, relative to the nearest neighbours,
     # so that the new group is far narrower than any gap the next folds see
     exact_mid = (lo_i + hi_i + lo_j + hi_j) / 4
-    tol = min([upper - lower, *gaps]) * CENTRE_TOLERANCE
+    tol = min([upper - lower, *gaps]) * tolerance
     target = min(max(exact_mid, lower + tol), upper - tol)
     centre = dyadic_between(max(lower, target - tol), min(upper, target + tol), target)
     # the paper normalises (p - c, D) with D half the pair's distance; in the
