@@ -8,16 +8,20 @@ of a different label can merge (note math.md section 3).
 
 Exactly, the centre ``(p_i + p_j) / 2`` is an algebraic number after the first
 layer.  Here it is a short dyadic rational inside an interval that ball
-arithmetic proves *safe*: every value between ``p_i`` and ``p_j`` lands
-strictly closer to the centre than both of them, every value beyond ``p_j``
-strictly farther (so, with the fold lemma, the new order and label structure are
-those of the exact fold), and it lies within a tiny tolerance of the exact
-midpoint.  ``p_i`` and ``p_j`` then do not merge exactly but become a *group*:
-neighbouring values of one label that the exact algorithm would have merged.
-Groups play the part of the paper's equal values: the algorithm reads groups,
-not points, so it takes exactly the paper's steps.  (Values that the exact
-algorithm merges by coincidence, mirror images about the centre, become one
-group when their balls cannot be told apart.)
+arithmetic proves *safe* (proofs/rational_centre.md): every value between
+``p_i`` and ``p_j`` lands strictly closer to the centre than both of them, every
+value of the other label beyond ``p_j`` strictly farther (so, with the fold
+lemma, the new label structure is that of the exact fold), and it lies within a
+tiny tolerance of the exact midpoint.  ``p_i`` and ``p_j`` then do not merge
+exactly but become a *group*: neighbouring values of one label that the exact
+algorithm would have merged.  Groups play the part of the paper's equal values:
+the algorithm reads groups, not points, so it takes exactly the paper's steps.
+(Values that the exact algorithm merges by coincidence, mirror images about the
+centre, become one group when their balls cannot be told apart.)  When
+``p_j`` is ``p_i``'s neighbour and no safe centre exists, an order-reversing
+injective fold gives the exact fold's order; when groups grow wider than a gap
+between the labels, the construction restarts with centres nearer the exact
+midpoints (:data:`CENTRE_TOLERANCE`).
 
 Each fold merges two groups, and a threshold needs at least two, so ``m``
 distinct points need at most ``m - 2`` folds.
