@@ -43,3 +43,38 @@ def test_any_centre_in_the_interval_keeps_the_structure():
             assert all(abs(x - cc) > max(near, far) for x in rest)
             checked += 1
     assert checked == 4500
+
+
+def test_relaxed_interval_keeps_the_label_structure():
+    """Only values of the other label beyond p_j must stay farther (the relaxation)."""
+    from lncapacity.construct import runs
+
+    rng = random.Random(3)
+    checked = 0
+    for _ in range(400):
+        values = sorted({fmpq(rng.randint(-60, 60), rng.randint(1, 9)) for _ in range(9)})
+        labels = [rng.randint(0, 1) for _ in values]
+        if runs(labels) <= 2:
+            continue
+        a = labels[0]
+        j = next(k for k in range(1, len(values)) if labels[k] == a)
+        p_i, p_j, between = values[0], values[j], values[1:j]
+        other = [v for v, lab in zip(values[j + 1 :], labels[j + 1 :], strict=True) if lab != a]
+        lower, upper = p_i, p_j
+        if between:
+            lower = max(lower, (p_i + max(between)) / 2)
+            upper = min(upper, (min(between) + p_j) / 2)
+        if other:
+            upper = min(upper, (p_i + min(other)) / 2)
+        assert lower < upper
+        for t in (1, 5, 9):
+            cc = lower + (upper - lower) * fmpq(t, 10)
+            order = sorted(range(len(values)), key=lambda k: -abs(values[k] - cc))
+            new = [labels[k] for k in order]
+            single = labels[1] != a
+            assert runs(new) == runs(labels) - (1 if single else 0)
+            # p_i and p_j end in one block of their label, above everything of the other label
+            pos = sorted(order.index(k) for k in (0, j))
+            assert all(new[q] == a for q in range(pos[0], pos[1] + 1))
+            checked += 1
+    assert checked > 600
