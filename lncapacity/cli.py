@@ -207,6 +207,7 @@ def cmd_shatter(args: argparse.Namespace) -> int:
         X = random_points(args.random or args.depth + 3, args.dim, args.seed)
     search = {"restarts": args.restarts} if args.search else None
     out = args.out or f"shatter-L{args.depth}.jsonl"
+    _check_outputs(out)
     summary, _ = _run(
         "shattering",
         args.quiet,
