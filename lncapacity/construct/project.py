@@ -16,6 +16,7 @@ import itertools
 import random
 from collections.abc import Iterator, Sequence
 
+import numpy as np
 from flint import fmpq
 
 from ..errors import ConstructionError
@@ -46,37 +47,32 @@ def _moment_curve(d: int) -> Iterator[tuple[int, ...]]:
 def project(
     X: Sequence[Sequence[fmpq]], y: Sequence[int], *, seed: int = 0, candidates: int = 24
 ) -> tuple[tuple[fmpq, ...], list[fmpq]]:
-    """A direction ``w`` (exact) with distinct projections, and the projections ``w . x``."""
+    """A direction ``w`` (exact) with distinct projections, and the projections ``w . x``.
+
+    Candidates are ranked in floating point (a heuristic only), then the best is
+    checked exactly; the first with exactly distinct projections is taken.
+    """
     m, d = len(X), len(X[0])
-    best: tuple[tuple[int, float], tuple[int, ...], list[fmpq]] | None = None
-    for w in _candidates(d, seed, 0 if d == 1 else candidates):
-        t = [sum((fmpq(wi) * xi for wi, xi in zip(w, x, strict=True)), fmpq(0)) for x in X]
-        score = _score(t, y)
-        if score is not None and (best is None or score < best[0]):
-            best = (score, w, t)
-    if best is None:
-        for count, w in enumerate(_moment_curve(d)):
-            t = [sum((fmpq(wi) * xi for wi, xi in zip(w, x, strict=True)), fmpq(0)) for x in X]
-            if _score(t, y) is not None:
-                best = ((0, 0.0), w, t)
-                break
-            if count > m * m * d:  # cannot happen for distinct points
-                raise ConstructionError("no direction separates the points")
-    assert best is not None
-    return tuple(fmpq(wi) for wi in best[1]), best[2]
+    W = list(_candidates(d, seed, 0 if d == 1 else candidates))
+    P = np.asarray([[float(v) for v in x] for x in X]) @ np.asarray(W, dtype=float).T
+    labels = np.asarray(y)
+    ranked = sorted(range(len(W)), key=lambda k: _float_score(P[:, k], labels))
+    for w in itertools.chain((W[k] for k in ranked), _moment_curve(d)):
+        t = _dot(w, X)
+        if len(set(t)) == m:
+            return tuple(fmpq(wi) for wi in w), t
+    raise ConstructionError("no direction separates the points")  # pragma: no cover
 
 
-def _score(t: Sequence[fmpq], y: Sequence[int]) -> tuple[int, float] | None:
-    """(runs, -relative smallest different-label gap), or None if two projections tie."""
-    order = sorted(range(len(t)), key=t.__getitem__)
-    ts = [t[i] for i in order]
-    if any(a == b for a, b in itertools.pairwise(ts)):
-        return None
-    labels = [y[i] for i in order]
-    spread = float(ts[-1] - ts[0]) if len(ts) > 1 else 1.0
-    gaps = [
-        float(b - a)
-        for a, b, la, lb in zip(ts, ts[1:], labels, labels[1:], strict=False)
-        if la != lb
-    ]
-    return runs(labels), -(min(gaps) / spread if gaps else 1.0)
+def _dot(w: Sequence[int], X: Sequence[Sequence[fmpq]]) -> list[fmpq]:
+    return [sum((fmpq(wi) * xi for wi, xi in zip(w, x, strict=True)), fmpq(0)) for x in X]
+
+
+def _float_score(t: np.ndarray, y: np.ndarray) -> tuple[int, float]:
+    """(runs, -smallest different-label gap relative to the spread), from floats."""
+    order = np.argsort(t, kind="stable")
+    ts, ls = t[order], y[order]
+    change = ls[1:] != ls[:-1]
+    spread = float(ts[-1] - ts[0]) or 1.0
+    gaps = np.diff(ts)[change]
+    return int(change.sum()) + 1, -(float(gaps.min()) / spread if gaps.size else 1.0)
