@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 
 def test_collinear_alternating_four_points_are_impossible_at_depth_one(tmp_path):
     # on a line a depth-1 net's class-1 set is an interval or the complement of one
-    # (proofs/vc_theorem.md), so 0101 and 1010 must stay unrealised, whatever the search does
+    # (proofs/depth_one_on_a_line.md): 0101 and 1010 must stay unrealised, whatever the search does
     out = tmp_path / "s.jsonl"
     summary = shatter([[0], [1], [2], [3]], 1, search={"restarts": 4, "steps": 400}, out=out)
     assert sorted(summary.failures) == [0b0101, 0b1010]
