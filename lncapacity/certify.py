@@ -255,16 +255,13 @@ def scalar_chain(net: LNNet[fmpq]) -> Any:
         m . h_l = (m.A (s - s0) + m.(A s0 + B)) / sqrt(g (s - s0)^2 + k).
 
     Returns ``(r_1, steps, readout bias)`` with ``steps`` of ``(s0, g, k, alphas,
-    betas)``, all exact, or None if some ``W_l`` has rank two or more, or is
-    constant without ``eps``-free variance (then the generic pass is used).
-    With no layers, the readout itself is the one read: its rows must then be
-    multiples of one vector.
+    betas)``, all exact; or None (then the generic pass is used) for a net without
+    layers, with a layer of rank two or more, or with a layer whose variance plus
+    ``eps`` can vanish (``k = 0``).
     """
     n = net.width
     factors = [_rank_one(layer.W) for layer in net.layers]
-    if any(f is None for f in factors):
-        return None
-    if not net.layers:
+    if not net.layers or any(f is None for f in factors):
         return None
     reads = [f[1] for f in factors[1:]]  # type: ignore[index]
     steps = []
