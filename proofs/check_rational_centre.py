@@ -22,6 +22,17 @@ def test_midpoint_is_inside():
     assert sp.simplify((pi + r) / 2 - m - (r - pj) / 2) == 0
 
 
+def safe_interval(p_i, p_j, between, farther):
+    """The lemma's interval: ``between`` must end closer than p_i, p_j, ``farther`` farther."""
+    lower, upper = p_i, p_j
+    if between:
+        lower = max(lower, (p_i + max(between)) / 2)
+        upper = min(upper, (min(between) + p_j) / 2)
+    if farther:
+        upper = min(upper, (p_i + min(farther)) / 2)
+    return lower, upper
+
+
 def test_any_centre_in_the_interval_keeps_the_structure():
     rng = random.Random(7)
     checked = 0
@@ -29,12 +40,7 @@ def test_any_centre_in_the_interval_keeps_the_structure():
         values = sorted({fmpq(rng.randint(-50, 50), rng.randint(1, 9)) for _ in range(8)})
         j = rng.randint(1, len(values) - 1)
         p_i, p_j, between, rest = values[0], values[j], values[1:j], values[j + 1 :]
-        lower, upper = p_i, p_j
-        if between:
-            lower = max(lower, (p_i + max(between)) / 2)
-            upper = min(upper, (min(between) + p_j) / 2)
-        if rest:
-            upper = min(upper, (p_i + min(rest)) / 2)
+        lower, upper = safe_interval(p_i, p_j, between, rest)
         assert lower < upper
         for t in range(1, 10):
             cc = lower + (upper - lower) * fmpq(t, 10)
@@ -60,12 +66,7 @@ def test_relaxed_interval_keeps_the_label_structure():
         j = next(k for k in range(1, len(values)) if labels[k] == a)
         p_i, p_j, between = values[0], values[j], values[1:j]
         other = [v for v, lab in zip(values[j + 1 :], labels[j + 1 :], strict=True) if lab != a]
-        lower, upper = p_i, p_j
-        if between:
-            lower = max(lower, (p_i + max(between)) / 2)
-            upper = min(upper, (min(between) + p_j) / 2)
-        if other:
-            upper = min(upper, (p_i + min(other)) / 2)
+        lower, upper = safe_interval(p_i, p_j, between, other)
         assert lower < upper
         for t in (1, 5, 9):
             cc = lower + (upper - lower) * fmpq(t, 10)
