@@ -319,13 +319,9 @@ def test_grid_search_sets_params():
 # ---------------------------------------------------------------------------
 # scikit-learn's own estimator checks
 
-EXPECTED_FAILED_CHECKS = {
-    # Not about positivity: it fits a binary labelling of iris (147 distinct points,
-    # many nearly tied), where the construction's precision need explodes; it gives
-    # up after about ten minutes with ArithmeticError.  Skipped, not run.
-    "check_positive_only_tag_during_fit": "the construction exhausts its precision limit "
-    "(2**20 bits, ~10 min) on iris; a limitation of lncapacity.construct",
-}
+# check_positive_only_tag_during_fit (a binary labelling of iris, many near ties) used
+# to exhaust the construction's precision; it passes since the PMA handles ties
+EXPECTED_FAILED_CHECKS: dict[str, str] = {}
 
 
 def _check_id(check: object) -> str:
