@@ -29,6 +29,7 @@ __all__ = [
     "dyadic_between",
     "exact",
     "format_rational",
+    "json_float",
     "lower_bound_float",
     "parse_rational",
     "precision",
@@ -163,6 +164,11 @@ def arb_to_fmpq(x: arb) -> fmpq:
     m, e = x.man_exp()
     m, e = int(m), int(e)
     return fmpq(m * 2**e) if e >= 0 else fmpq(m, 2 ** (-e))
+
+
+def json_float(x: float) -> float | None:
+    """``x`` for JSON, which has no infinities: ``None`` stands for them."""
+    return x if math.isfinite(x) else None
 
 
 def lower_bound_float(x: arb) -> float:

@@ -22,7 +22,7 @@ from typing import Any
 
 from flint import arb, fmpq
 
-from .arith import exact, lower_bound_float, precision
+from .arith import exact, json_float, lower_bound_float, precision
 from .data import PointSet, points_from_arrays
 from .errors import InputError
 from .model import Label, LNNet
@@ -71,23 +71,20 @@ class Certificate:
         return [p for p in self.points if not p.certified]
 
     def to_dict(self) -> dict[str, Any]:
-        def number(x: float) -> float | None:
-            return x if math.isfinite(x) else None
-
         return {
             "format": "lnnet-certificate/1",
             "arithmetic": "python-flint arb balls; margins are lower bounds, rounded down",
             "all_certified": self.all_certified,
             "certified": self.certified,
             "points": len(self.points),
-            "min_margin": number(self.min_margin),
+            "min_margin": json_float(self.min_margin),
             "precision_bits": self.precision,
             "results": [
                 {
                     "point": p.index,
                     "label": p.label,
                     "certified": p.certified,
-                    "margin_lower": number(p.margin),
+                    "margin_lower": json_float(p.margin),
                     "precision_bits": p.precision,
                 }
                 for p in self.points

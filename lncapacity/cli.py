@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -17,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import __version__, fileformat, floats
+from .arith import json_float
 from .certify import Certificate, certify
 from .construct import METHODS, build
 from .data import PointSet, load_points
@@ -198,7 +198,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_shatter(args: argparse.Namespace) -> int:
-    from .shatter import labels_of, shatter
+    from .shatter import labels_of, random_points, shatter
 
     X = None if args.points is None else load_points(args.points).X
     if args.random is not None or (args.search and X is None):
@@ -245,22 +245,6 @@ def cmd_shatter(args: argparse.Namespace) -> int:
         )
         return EXIT_BAD
     return EXIT_OK
-
-
-def random_points(n: int, dim: int, seed: int) -> list[tuple[Any, ...]]:
-    """``n`` distinct random points with coordinates in quarters of ``[-10, 10] / 4``."""
-    import random
-
-    from flint import fmpq
-
-    if n < 1 or dim < 1:
-        raise InputError("--random and --dim must be positive")
-    rng, pts = random.Random(seed), []
-    while len(pts) < n:
-        p = tuple(fmpq(rng.randint(-40, 40), 16) for _ in range(dim))
-        if p not in pts:
-            pts.append(p)
-    return pts
 
 
 def cmd_verify_shatter(args: argparse.Namespace) -> int:
@@ -351,10 +335,6 @@ def _certificate_json(cert: Certificate, net: LNNet[Any], points: PointSet) -> d
     return d
 
 
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None
-
-
 def _summary(
     net: LNNet[Any],
     points: PointSet,
@@ -379,10 +359,10 @@ def _summary(
         "certified": cert.certified,
         "all_certified": cert.all_certified,
         # null with a single class (nothing to separate) or when some point fails
-        "min_certified_margin": _finite(cert.min_margin) if cert.all_certified else None,
+        "min_certified_margin": json_float(cert.min_margin) if cert.all_certified else None,
         "precision_bits": cert.precision,
         "float": {
-            c.dtype: {"agree": c.agree, "total": c.total, "min_margin": _finite(c.min_margin)}
+            c.dtype: {"agree": c.agree, "total": c.total, "min_margin": json_float(c.min_margin)}
             for c in checks
         },
         "net": out if written else None,

@@ -33,10 +33,11 @@ import io
 import json
 import math
 import os
+import random
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,7 @@ from typing import Any
 from flint import fmpq
 
 from . import __version__
-from .arith import exact, format_rational, parse_rational
+from .arith import exact, format_rational, json_float, parse_rational
 from .certify import certify
 from .data import PointSet
 from .errors import InputError
@@ -84,7 +85,7 @@ class ShatterSummary:
             "labelings": self.labelings,
             "certified": self.certified,
             "all_certified": self.all_certified,
-            "min_margin": self.min_margin if math.isfinite(self.min_margin) else None,
+            "min_margin": json_float(self.min_margin),
             "folds_histogram": {str(k): v for k, v in sorted(self.folds.items(), key=str)},
             "failures": self.failures[:20],
         }
@@ -93,6 +94,18 @@ class ShatterSummary:
 def default_points(depth: int) -> list[tuple[fmpq, ...]]:
     """``L + 2`` equally spaced points on a line: ``0, 1, ..., L + 1``."""
     return [(fmpq(k),) for k in range(depth + 2)]
+
+
+def random_points(n: int, dim: int, seed: int) -> list[tuple[fmpq, ...]]:
+    """``n`` distinct random points, coordinates multiples of 1/16 in ``[-5/2, 5/2]``."""
+    if n < 1 or dim < 1:
+        raise InputError("--random and --dim must be positive")
+    rng, pts = random.Random(seed), []
+    while len(pts) < n:
+        p = tuple(fmpq(rng.randint(-40, 40), 16) for _ in range(dim))
+        if p not in pts:
+            pts.append(p)
+    return pts
 
 
 def labels_of(k: int, m: int) -> list[int]:
@@ -152,18 +165,16 @@ def _shatter_chunk(
             {
                 "labeling": k,
                 **record,
-                "margins": _json_floats(_margins(net, X, y)),
+                "margins": [json_float(x) for x in _margins(net, X, y)],
                 "complement": {
                     "labeling": comp,
-                    "margins": _json_floats(_margins(_swapped(net), X, labels_of(comp, m))),
+                    "margins": [
+                        json_float(x) for x in _margins(_swapped(net), X, labels_of(comp, m))
+                    ],
                 },
             }
         )
     return out
-
-
-def _json_floats(xs: Iterable[float]) -> list[float | None]:
-    return [x if math.isfinite(x) else None for x in xs]
 
 
 def shatter(

@@ -110,6 +110,11 @@ class Chain:
         self.prec = prec
         self.refresh()
 
+    def reset(self) -> None:
+        """Drop every step: back to the exact projected values."""
+        self.steps.clear()
+        self.refresh()
+
     def refresh(self) -> None:
         """Recompute every value from the exact start (also after editing ``steps``)."""
         with precision(self.prec):

@@ -64,8 +64,7 @@ def pma(chain: Chain, y: Sequence[int], progress: Progress | None = None) -> Non
     Tries the tolerances of :data:`CENTRE_TOLERANCE` in turn, from the empty chain.
     """
     for tolerance in CENTRE_TOLERANCE:
-        del chain.steps[:]
-        chain.refresh()
+        chain.reset()
         try:
             return _pma(chain, y, tolerance, progress)
         except NoSafeCentre as e:
