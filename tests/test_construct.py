@@ -1,4 +1,5 @@
-"""The binary Projection Merge Algorithm: every labeling, certified, within m - 2 layers."""
+"""The binary constructions (the default "runs" and the paper's "pma"): every labeling,
+certified, within m - 2 layers, and float64 agrees."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 from lncapacity import InputError, build, certify, points_from_arrays
 from lncapacity.arith import precision
-from lncapacity.construct import FoldStep, runs
+from lncapacity.construct import METHODS, FoldStep, runs
 from lncapacity.floats import check
 
 EPS = [fmpq(0), fmpq(1, 100000)]
@@ -26,26 +27,56 @@ def labelings(m: int):
 
 
 def certified_depth(X, y, **kw) -> int:
+    """Build, certify every point, check that float64 agrees; the depth."""
     net = build(X, y, **kw)
     cert = certify(net, X, y)
     assert cert.all_certified, (y, [p for p in cert.points if not p.certified])
     assert cert.min_margin > 0
+    assert check(net, points_from_arrays(X, y), "float64").all_agree, y
     return net.depth
 
 
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("m", range(3, 11))
-def test_every_labeling_of_a_line_is_certified_within_m_minus_2(m):
+def test_every_labeling_of_a_line_is_certified_within_m_minus_2(m, method):
     X = [[k] for k in range(m)]
-    depths = [certified_depth(X, y) for y in labelings(m)]
-    assert max(depths) == m - 2  # the bound holds and is attained (alternating labels)
-    alternating = [k % 2 for k in range(m)]
-    assert certified_depth(X, alternating) == m - 2
+    depths = {tuple(y): certified_depth(X, y, method=method) for y in labelings(m)}
+    assert max(depths.values()) == m - 2  # the bound holds and is attained (alternating labels)
+    assert depths[tuple(k % 2 for k in range(m))] == m - 2
+    if method == "runs":  # exactly one run fewer per layer
+        assert all(d == runs(y) - 2 for y, d in depths.items())
 
 
+def test_the_paper_loop_spends_a_layer_inside_a_run():
+    """0010 has three runs: one fold suffices, but PMA first merges the two leading 0s."""
+    X, y = [[0], [1], [2], [3]], [0, 0, 1, 0]
+    assert certified_depth(X, y, method="runs") == 1
+    assert certified_depth(X, y, method="pma") == 2
+
+
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("m", range(3, 9))
-def test_every_labeling_with_pytorch_eps(m):
+def test_every_labeling_with_pytorch_eps(m, method):
     X = [[fmpq(k, 3)] for k in range(m)]
-    assert max(certified_depth(X, y, eps=EPS[1]) for y in labelings(m)) == m - 2
+    depths = [certified_depth(X, y, eps=EPS[1], method=method) for y in labelings(m)]
+    assert max(depths) == m - 2
+
+
+@pytest.mark.parametrize("m", [50, 100, 200])
+def test_random_sets_float64_agrees_and_runs_uses_fewer_layers(m):
+    """Random binary sets in R^3: the default net is right in float64 on every point, and
+    shallower than the paper's (about half the layers: random labels give about m/2 runs)."""
+    ratios = []
+    for seed in range(2):
+        rng = np.random.default_rng([m, seed])
+        X = rng.integers(-(2**20), 2**20, size=(m, 3)) / 2**18
+        y = rng.integers(0, 2, m)
+        points = points_from_arrays(X, y)
+        net = build(points)
+        assert certify(net, points).all_certified
+        assert check(net, points, "float64").all_agree
+        ratios.append(net.depth / build(points, method="pma").depth)
+    assert np.mean(ratios) < 0.75, ratios
 
 
 @pytest.mark.parametrize("eps", EPS, ids=["eps0", "eps1e-5"])

@@ -22,9 +22,14 @@ from ..model import Affine, Label, LNNet
 from .fold import Chain, FoldStep, fold_layer, reversal
 from .pma import Progress, order_groups, pma
 from .project import project, runs
+from .runfold import merge_runs
 
 WIDTH = 3
-METHODS: dict[str, Callable[[Chain, Sequence[int], Progress | None], None]] = {"pma": pma}
+METHODS: dict[str, Callable[[Chain, Sequence[int], Progress | None], None]] = {
+    "runs": merge_runs,
+    "pma": pma,
+}
+DEFAULT_METHOD = "runs"
 
 
 def build(
@@ -33,7 +38,7 @@ def build(
     *,
     eps: object = 0,
     depth: int | None = None,
-    method: str = "pma",
+    method: str = DEFAULT_METHOD,
     classes: Sequence[Label] | None = None,
     seed: int = 0,
     progress: Progress | None = None,

@@ -132,6 +132,12 @@ class Chain:
         with precision(self.prec):
             self._apply(step)
 
+    def pop(self) -> FoldStep:
+        """Remove the last step (replaying the rest from the exact start)."""
+        step = self.steps.pop()
+        self.refresh()
+        return step
+
     def lower(self, groups: Sequence[Sequence[int]]) -> fmpq:
         """An exact rational ``<=`` every value of the points in ``groups``."""
         with precision(self.prec):

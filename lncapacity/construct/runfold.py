@@ -1,0 +1,196 @@
+"""Fold one label run away per layer, keeping the label gaps float-sized (the default method).
+
+A layer with centre ``c``, offset ``beta`` and a general read
+``a = alpha v + gamma u`` maps a value ``p`` to (eps = 0;
+proofs/runs_fold.md)::
+
+    theta = atan((p - c) / (sqrt(3) beta)),    p' = A cos(theta - psi),
+    tan psi = gamma / (sqrt(3) alpha).
+
+``p -> theta`` is increasing, and ``p'`` decreases in ``|theta - psi|``: the
+layer folds the angle line about ``psi``.  With the runs ``R_1, R_2, ...``
+along the line counted from one end, ``f, a`` the first and last angle of
+``R_1``, ``b_0, b_1`` of ``R_2``, ``a'`` the first of ``R_3`` and ``x`` the
+first of ``R_4``, every ``psi`` with::
+
+    (a + b_1) / 2 < psi < min((b_0 + a') / 2, (f + x) / 2)
+
+puts ``R_2`` nearest ``psi``, then ``R_1`` and ``R_3`` together, then ``R_4,
+R_5, ...`` in order: the runs fall by exactly one (the paper's loop may spend a
+layer merging two values of one run).  ``(c, beta)`` can always make the
+interval non-empty: squeeze ``R_1`` towards ``-pi/2``.
+
+Among the folds from either end, a grid of ``(c, beta, psi)`` is searched in
+float64 for the largest smallest gap between different labels after the layer,
+in units of the layer's amplitude ``A``: that is what float arithmetic
+resolves.  Ties (every candidate above the smallest gap met so far) go to the
+largest sum of log gaps.  The chosen parameters are floats, hence exact
+dyadic rationals; the layer is then applied in ball arithmetic, and the new
+runs are certified (each run certainly below the next).  A candidate that fails
+(never seen in practice) gives way to the next best.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from flint import fmpq
+
+from ..arith import precision
+from ..errors import ConstructionError
+from .fold import Chain, FoldStep
+from .pma import Progress, power_of_two_near
+
+SQRT3 = math.sqrt(3.0)
+CENTRES = 9
+"""Candidate centres per end: across ``R_2`` and between the first runs."""
+WIDTHS = np.geomspace(1e-2, 30.0, 20)
+"""Candidate ``sqrt(3) beta``, relative to the span of ``R_1, R_2, R_3``."""
+ANGLES = np.linspace(0.0, 1.0, 8)[1:-1]
+"""Candidate ``psi``, as fractions of the admissible interval."""
+SOFTMIN = 8.0
+"""Exponent of the soft minimum that scores a fold: ``(sum_k g_k^-8)^(-1/8)``.
+
+The smallest gap alone is short-sighted (every other gap drifts down to it);
+the soft minimum also keeps the next-smallest ones large."""
+MAX_PRECISION = 1 << 12
+
+
+def merge_runs(chain: Chain, y: Sequence[int], progress: Progress | None = None) -> None:
+    """Append layers to ``chain`` until at most two label runs remain, one run fewer each."""
+    while True:
+        rs = certified_runs(chain, y)
+        if rs is None:  # pragma: no cover - the projection's values are exact and distinct
+            raise ConstructionError("the projected values are not separated")
+        if progress:
+            progress(len(chain.steps), len(chain.steps) + max(0, len(rs) - 2))
+        if len(rs) <= 2:
+            return
+        for step in _candidates(chain, rs):
+            chain.push(step)
+            after = certified_runs(chain, y)
+            if after is not None and len(after) == len(rs) - 1:
+                break
+            chain.pop()
+        else:  # pragma: no cover
+            raise ConstructionError(f"layer {len(chain.steps) + 1}: no fold certified")
+
+
+def certified_runs(chain: Chain, y: Sequence[int]) -> list[list[int]] | None:
+    """The label runs of the chain's values, each certainly below the next; None if unsure.
+
+    Sorted by ball midpoints; the precision is raised (to :data:`MAX_PRECISION`)
+    while two neighbouring runs overlap.  Within a run the order is irrelevant.
+    """
+    while True:
+        with precision(chain.prec):
+            vals = chain.values
+            order = sorted(range(len(vals)), key=lambda k: vals[k].mid())
+            rs: list[list[int]] = []
+            for k in order:
+                if rs and y[rs[-1][0]] == y[k]:
+                    rs[-1].append(k)
+                else:
+                    rs.append([k])
+            tops = [max(vals[k].upper() for k in r) for r in rs]
+            bottoms = [min(vals[k].lower() for k in r) for r in rs]
+            if all(t < b for t, b in zip(tops[:-1], bottoms[1:], strict=True)):
+                return rs
+        if chain.prec >= MAX_PRECISION:
+            return None
+        chain.refine()
+
+
+def _candidates(chain: Chain, rs: list[list[int]], keep: int = 8) -> list[FoldStep]:
+    """The ``keep`` best admissible folds of this layer (both ends), best first."""
+    with precision(chain.prec):
+        p = [float(v.mid()) for v in chain.values]
+    lo = np.array([min(p[k] for k in r) for r in rs])
+    hi = np.array([max(p[k] for k in r) for r in rs])
+    p0, p1 = lo[0], hi[-1]
+    span = p1 - p0
+    scored = []
+    for end in (0, 1):
+        # normalise to [0, 1], folding from the left end (end 1: mirrored)
+        if end == 0:
+            xl, xh = (lo - p0) / span, (hi - p0) / span
+        else:
+            xl, xh = (p1 - hi[::-1]) / span, (p1 - lo[::-1]) / span
+        score, c, w, psi = _search(xl, xh)
+        best = np.argsort(score)[::-1][:keep]
+        scored += [(score[k], end, c[k], w[k], psi[k]) for k in best if np.isfinite(score[k])]
+    scored.sort(key=lambda s: s[0], reverse=True)
+    out = []
+    for _, end, c, w, psi in scored[:keep]:
+        # back to p: theta_p = atan((p - centre) / (w span)) is theta (end 0) or -theta
+        centre = p0 + c * span if end == 0 else p1 - c * span
+        out.append(_step(centre, w * span, psi if end == 0 else -psi, chain.eps))
+    return out
+
+
+def _search(xl: np.ndarray, xh: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Grid search for folds of run 0 onto run 2, on run bounds ``xl <= xh`` in [0, 1].
+
+    Returns per candidate the score (the soft minimum of the different-label
+    gaps after the fold, as fractions of the amplitude; ``-inf`` if
+    inadmissible) and the parameters ``c``, ``w = sqrt(3) beta``, ``psi`` in
+    these coordinates.
+    """
+    r = len(xl)
+    f, a, b0, b1, a1 = xl[0], xh[0], xl[1], xh[1], xl[2]
+    between = [(a + a1) / 2, (f + a1) / 2, (a + b0) / 2, (b1 + a1) / 2]
+    cs = np.unique(np.r_[np.linspace(b0, b1, CENTRES - len(between)), between])
+    C, W = (g.ravel() for g in np.meshgrid(cs, WIDTHS * max(xh[2] - f, 1e-300), indexing="ij"))
+    tl = np.arctan((xl[None, :] - C[:, None]) / W[:, None])  # candidate x run
+    th = np.arctan((xh[None, :] - C[:, None]) / W[:, None])
+    lo_psi = (th[:, 0] + th[:, 1]) / 2
+    hi_psi = (tl[:, 1] + tl[:, 2]) / 2
+    if r > 3:
+        hi_psi = np.minimum(hi_psi, (tl[:, 0] + tl[:, 3]) / 2)
+    psi = lo_psi[:, None] + (hi_psi - lo_psi)[:, None] * ANGLES[None, :]  # candidate x angle
+    tl, th, P = tl[:, None, :], th[:, None, :], psi[..., None]
+    # new gaps as cos(nearer distance to psi) - cos(farther): R_2 | R_1 + R_3,
+    # R_1 + R_3 | R_4, then R_k | R_k+1 for k >= 4, all of them R_4 onwards
+    near = [np.maximum(np.abs(tl[..., 1:2] - P), np.abs(th[..., 1:2] - P))]
+    far = [np.minimum(P - th[..., 0:1], tl[..., 2:3] - P)]
+    if r > 3:
+        near.append(np.maximum(P - tl[..., 0:1], th[..., 2:3] - P))
+        far.append(tl[..., 3:4] - P)
+        near.append(th[..., 3 : r - 1] - P)
+        far.append(tl[..., 4:r] - P)
+    gaps = _cos_gap(np.concatenate(near, axis=-1), np.concatenate(far, axis=-1))
+    ok = (hi_psi > lo_psi)[:, None] & (gaps.min(axis=-1) > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # soft minimum: -log(sum g^-SOFTMIN)/SOFTMIN, in log space
+        e = -SOFTMIN * np.log(np.where(gaps > 0, gaps, 1.0))
+        top = e.max(axis=-1, keepdims=True)
+        score = -(top[..., 0] + np.log(np.exp(e - top).sum(axis=-1))) / SOFTMIN
+    score = np.where(ok, score, -np.inf)
+    K = psi.shape[1]
+    return score.ravel(), np.repeat(C, K), np.repeat(W, K), psi.ravel()
+
+
+def _cos_gap(near: np.ndarray, far: np.ndarray) -> np.ndarray:
+    """``cos(near) - cos(far)`` for ``0 <= near, far < pi``, without cancellation."""
+    return 2 * np.sin((far + near) / 2) * np.sin((far - near) / 2)
+
+
+def _step(centre: float, w: float, psi: float, eps: fmpq) -> FoldStep:
+    """The exact layer realising ``theta = atan((p - centre) / w)``, read at angle ``psi``.
+
+    LayerNorm's ``eps`` adds ``eps / (2 S^2)`` to ``beta^2`` under the square root
+    only; ``beta`` and the read are set so that the effective offset is ``w /
+    sqrt(3)`` and the effective angle ``psi`` (proofs/runs_fold.md).
+    """
+    beta_eff = w / SQRT3
+    scale = power_of_two_near(_q(2 * max(1.0, math.sqrt(float(eps))) / beta_eff))
+    beta = math.sqrt(beta_eff**2 - float(eps) / (2 * float(scale) ** 2))
+    gamma = SQRT3 * (beta / beta_eff) * math.tan(psi)
+    return FoldStep(_q(centre), _q(beta), scale, (fmpq(1), _q(gamma)), kind="runs")
+
+
+def _q(x: float) -> fmpq:
+    """A float as the exact dyadic rational it is."""
+    return fmpq(*float(x).as_integer_ratio())
