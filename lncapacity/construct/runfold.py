@@ -50,11 +50,8 @@ WIDTHS = np.geomspace(1e-2, 30.0, 20)
 """Candidate ``sqrt(3) beta``, relative to the span of ``R_1, R_2, R_3``."""
 ANGLES = np.linspace(0.0, 1.0, 8)[1:-1]
 """Candidate ``psi``, as fractions of the admissible interval."""
-SOFTMIN = 8.0
-"""Exponent of the soft minimum that scores a fold: ``(sum_k g_k^-8)^(-1/8)``.
-
-The smallest gap alone is short-sighted (every other gap drifts down to it);
-the soft minimum also keeps the next-smallest ones large."""
+WATCHED = 48
+"""How many of the far gaps the score of a candidate looks at (see :func:`_watched`)."""
 MAX_PRECISION = 1 << 12
 
 
@@ -133,10 +130,11 @@ def _candidates(chain: Chain, rs: list[list[int]], keep: int = 8) -> list[FoldSt
 def _search(xl: np.ndarray, xh: np.ndarray) -> tuple[np.ndarray, ...]:
     """Grid search for folds of run 0 onto run 2, on run bounds ``xl <= xh`` in [0, 1].
 
-    Returns per candidate the score (the soft minimum of the different-label
-    gaps after the fold, as fractions of the amplitude; ``-inf`` if
-    inadmissible) and the parameters ``c``, ``w = sqrt(3) beta``, ``psi`` in
-    these coordinates.
+    Returns per candidate the score and the parameters ``c``, ``w = sqrt(3)
+    beta``, ``psi`` in these coordinates.  The score is the soft minimum
+    ``(sum_k g_k^-8)^(-1/8)`` of the different-label gaps ``g_k`` after the fold,
+    as fractions of the amplitude (``-inf`` if inadmissible): the smallest gap
+    alone is short-sighted (the other gaps drift down to it, layer after layer).
     """
     r = len(xl)
     f, a, b0, b1, a1 = xl[0], xh[0], xl[1], xh[1], xl[2]
@@ -150,31 +148,51 @@ def _search(xl: np.ndarray, xh: np.ndarray) -> tuple[np.ndarray, ...]:
     if r > 3:
         hi_psi = np.minimum(hi_psi, (tl[:, 0] + tl[:, 3]) / 2)
     psi = lo_psi[:, None] + (hi_psi - lo_psi)[:, None] * ANGLES[None, :]  # candidate x angle
-    tl, th, P = tl[:, None, :], th[:, None, :], psi[..., None]
-    # new gaps as cos(nearer distance to psi) - cos(farther): R_2 | R_1 + R_3,
-    # R_1 + R_3 | R_4, then R_k | R_k+1 for k >= 4, all of them R_4 onwards
-    near = [np.maximum(np.abs(tl[..., 1:2] - P), np.abs(th[..., 1:2] - P))]
-    far = [np.minimum(P - th[..., 0:1], tl[..., 2:3] - P)]
+    # the new values cos(theta - psi) at both ends of every run: candidate x angle x run
+    cp, sp = np.cos(psi)[..., None], np.sin(psi)[..., None]
+    vl = np.cos(tl)[:, None, :] * cp + np.sin(tl)[:, None, :] * sp
+    vh = np.cos(th)[:, None, :] * cp + np.sin(th)[:, None, :] * sp
+    # the new label gaps: R_2 above R_1 + R_3 above R_4 above R_5 ...
+    gaps = [np.minimum(vl[..., 1], vh[..., 1]) - np.maximum(vh[..., 0], vl[..., 2])]
     if r > 3:
-        near.append(np.maximum(P - tl[..., 0:1], th[..., 2:3] - P))
-        far.append(tl[..., 3:4] - P)
-        near.append(th[..., 3 : r - 1] - P)
-        far.append(tl[..., 4:r] - P)
-    gaps = _cos_gap(np.concatenate(near, axis=-1), np.concatenate(far, axis=-1))
-    ok = (hi_psi > lo_psi)[:, None] & (gaps.min(axis=-1) > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # soft minimum: -log(sum g^-SOFTMIN)/SOFTMIN, in log space
-        e = -SOFTMIN * np.log(np.where(gaps > 0, gaps, 1.0))
-        top = e.max(axis=-1, keepdims=True)
-        score = -(top[..., 0] + np.log(np.exp(e - top).sum(axis=-1))) / SOFTMIN
-    score = np.where(ok, score, -np.inf)
+        gaps.append(np.minimum(vl[..., 0], vh[..., 2]) - vl[..., 3])
+    smallest = np.minimum.reduce(gaps)
+    if r > 4:
+        k = _watched(xl, xh)
+        far = vh[..., k] - vl[..., k + 1]
+        smallest = np.minimum(smallest, far.min(axis=-1))
+    ok = (hi_psi > lo_psi)[:, None] & (smallest > 0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        # soft minimum (sum g^-8)^(-1/8), scaled by the smallest gap against overflow
+        t = np.where(ok, smallest, 1.0)[..., None]
+        total = sum(_eighth_power(t[..., 0] / g) for g in gaps)
+        if r > 4:
+            total = total + _eighth_power(t / far).sum(axis=-1)
+        score = np.where(ok, t[..., 0] * total ** (-1 / 8), -np.inf)
     K = psi.shape[1]
     return score.ravel(), np.repeat(C, K), np.repeat(W, K), psi.ravel()
 
 
-def _cos_gap(near: np.ndarray, far: np.ndarray) -> np.ndarray:
-    """``cos(near) - cos(far)`` for ``0 <= near, far < pi``, without cancellation."""
-    return 2 * np.sin((far + near) / 2) * np.sin((far - near) / 2)
+def _watched(xl: np.ndarray, xh: np.ndarray, count: int = WATCHED) -> np.ndarray:
+    """The runs ``k >= 3`` whose gap to run ``k + 1`` the score watches.
+
+    All of them up to ``2 count``; beyond, the ``count`` smallest gaps now and
+    ``count`` evenly spread (where the map compresses most): the fold maps them
+    smoothly, so these are the candidates for the smallest gaps after it.  Only
+    the choice among candidates depends on this; every gap is certified.
+    """
+    k = np.arange(3, len(xl) - 1)
+    if len(k) <= 2 * count:
+        return k
+    smallest = k[np.argsort(xl[k + 1] - xh[k])[:count]]
+    return np.union1d(smallest, k[np.linspace(0, len(k) - 1, count).astype(int)])
+
+
+def _eighth_power(q: np.ndarray) -> np.ndarray:
+    """``q ** 8`` by squaring (``**`` with a float exponent is several times slower)."""
+    q = q * q
+    q = q * q
+    return q * q
 
 
 def _step(centre: float, w: float, psi: float, eps: fmpq) -> FoldStep:
