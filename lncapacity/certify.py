@@ -179,8 +179,10 @@ def decide(net: LNNet[fmpq], x: Sequence[object], max_precision: int = MAX_PRECI
 
 
 def _start_precision(net: LNNet[fmpq]) -> int:
-    # each layer costs a few bits of relative accuracy in the constructions here
-    return 64 + 4 * net.depth
+    # float-faithful nets need few bits at any depth; a net that needs more (the
+    # paper's construction loses a few bits per layer) finds out on its first point,
+    # and the precision reached carries over to the next points
+    return 128
 
 
 Scores = Callable[[Sequence[fmpq], int], list[arb]]
