@@ -225,3 +225,11 @@ def _unique(X, y):
     conflicted = {row for row, label in zip(map(tuple, X), y, strict=True) if seen[row] != label}
     keep = [i for i in keep if tuple(X[i]) not in conflicted]
     return X[keep], y[keep]
+
+
+@pytest.mark.parametrize("g", [fmpq(1, 300), fmpq(1, 10**6)])
+def test_runs_opens_the_fold_interval_when_r1_is_wide(g):
+    """R_1 = {0, 1} is far wider than the slot beyond R_2 = {1 + g}: only a small offset
+    at the top of R_2 opens the interval (proofs/runs_fold.md); this used to fail."""
+    X = [[x] for x in (0, 1, 1 + g, 1 + 2 * g, 1 + 3 * g, 2 + 3 * g)]
+    assert certified_depth(X, [0, 0, 1, 0, 1, 1]) == 2

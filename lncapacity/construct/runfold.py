@@ -5,7 +5,7 @@ A layer with centre ``c``, offset ``beta`` and a general read
 proofs/runs_fold.md)::
 
     theta = atan((p - c) / (sqrt(3) beta)),    p' = A cos(theta - psi),
-    tan psi = gamma / (sqrt(3) alpha).
+    tan psi = gamma / (sqrt(3) alpha),          A = sqrt(18 alpha^2 + 6 gamma^2).
 
 ``p -> theta`` is increasing, and ``p'`` decreases in ``|theta - psi|``: the
 layer folds the angle line about ``psi``.  With the runs ``R_1, R_2, ...``
@@ -18,16 +18,16 @@ first of ``R_4``, every ``psi`` with::
 puts ``R_2`` nearest ``psi``, then ``R_1`` and ``R_3`` together, then ``R_4,
 R_5, ...`` in order: the runs fall by exactly one (the paper's loop may spend a
 layer merging two values of one run).  ``(c, beta)`` can always make the
-interval non-empty: squeeze ``R_1`` towards ``-pi/2``.
+interval non-empty: ``c`` at the top of ``R_2`` and ``sqrt(3) beta`` at most
+the distances from there to ``R_1`` and to ``R_4`` (the *opening* choice).
 
-Among the folds from either end, a grid of ``(c, beta, psi)`` is searched in
-float64 for the largest smallest gap between different labels after the layer,
-in units of the layer's amplitude ``A``: that is what float arithmetic
-resolves.  Ties (every candidate above the smallest gap met so far) go to the
-largest sum of log gaps.  The chosen parameters are floats, hence exact
-dyadic rationals; the layer is then applied in ball arithmetic, and the new
-runs are certified (each run certainly below the next).  A candidate that fails
-(never seen in practice) gives way to the next best.
+Among the folds from either end, a grid of ``(c, beta, psi)`` (always with the
+opening choice and smaller offsets) is searched in float64 for the largest soft
+minimum of the gaps between different labels after the layer, in units of the
+layer's amplitude ``A``: that is what float arithmetic resolves.  The chosen
+parameters are floats, hence exact dyadic rationals; the layer is then applied
+in ball arithmetic, and the new runs are certified (each run certainly below
+the next).  A candidate that fails gives way to the next best.
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ WIDTHS = np.geomspace(1e-2, 30.0, 20)
 """Candidate ``sqrt(3) beta``, relative to the span of ``R_1, R_2, R_3``."""
 ANGLES = np.linspace(0.0, 1.0, 8)[1:-1]
 """Candidate ``psi``, as fractions of the admissible interval."""
+OPENING = np.array([1.0, 0.5, 0.1])
+"""Candidate ``sqrt(3) beta`` as fractions of the opening choice."""
 WATCHED = 48
 """How many of the far gaps the score of a candidate looks at (see :func:`_watched`)."""
 MAX_PRECISION = 1 << 12
@@ -140,7 +142,9 @@ def _search(xl: np.ndarray, xh: np.ndarray) -> tuple[np.ndarray, ...]:
     f, a, b0, b1, a1 = xl[0], xh[0], xl[1], xh[1], xl[2]
     between = [(a + a1) / 2, (f + a1) / 2, (a + b0) / 2, (b1 + a1) / 2]
     cs = np.unique(np.r_[np.linspace(b0, b1, CENTRES - len(between)), between])
-    C, W = (g.ravel() for g in np.meshgrid(cs, WIDTHS * max(xh[2] - f, 1e-300), indexing="ij"))
+    opening = min(b1 - a, xl[3] - b1) if r > 3 else b1 - a  # proofs/runs_fold.md
+    ws = np.r_[WIDTHS * (xh[2] - f), opening * OPENING]
+    C, W = (g.ravel() for g in np.meshgrid(cs, ws, indexing="ij"))
     tl = np.arctan((xl[None, :] - C[:, None]) / W[:, None])  # candidate x run
     th = np.arctan((xh[None, :] - C[:, None]) / W[:, None])
     lo_psi = (th[:, 0] + th[:, 1]) / 2
