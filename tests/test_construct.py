@@ -233,3 +233,13 @@ def test_runs_opens_the_fold_interval_when_r1_is_wide(g):
     at the top of R_2 opens the interval (proofs/runs_fold.md); this used to fail."""
     X = [[x] for x in (0, 1, 1 + g, 1 + 2 * g, 1 + 3 * g, 2 + 3 * g)]
     assert certified_depth(X, [0, 0, 1, 0, 1, 1]) == 2
+
+
+def test_runs_falls_back_to_pma_below_float_resolution():
+    """Labels 2^-60 apart: no float64 search can see them; the paper's construction,
+    which needs none, still gives a certified net, and the net says so."""
+    X = [[0], [1], [1 + fmpq(1, 2**60)], [1 + fmpq(1, 2**59)], [3]]
+    y = [0, 1, 0, 1, 0]
+    net = build(X, y)
+    assert net.meta["method"] == "pma" and "float" in net.meta["fallback"]
+    assert certify(net, X, y).all_certified

@@ -1,7 +1,8 @@
 """Assemble a certified-by-construction binary LN-Net from a point set.
 
 Pipeline (seed 000; note math.md sections 2-3): project to a line
-(:mod:`.project`), fold until at most two label runs remain (:mod:`.pma`),
+(:mod:`.project`), fold until at most two label runs remain (:mod:`.runfold`,
+one run fewer per layer, or the paper's :mod:`.pma`),
 optionally pad to an exact depth with injective layers, then read out with a
 threshold between the two runs.  Every weight is an exact rational.
 """
@@ -22,7 +23,7 @@ from ..model import Affine, Label, LNNet
 from .fold import Chain, FoldStep, fold_layer, reversal
 from .pma import Progress, order_groups, pma
 from .project import project, runs
-from .runfold import merge_runs
+from .runfold import Unresolvable, merge_runs
 
 WIDTH = 3
 METHODS: dict[str, Callable[[Chain, Sequence[int], Progress | None], None]] = {
@@ -50,8 +51,11 @@ def build(
     (exact; ``"1e-5"`` is 1/100000).  ``depth``: pad to exactly this many
     LayerNorm layers (an error if the construction needs more).  ``classes``:
     the readout's rows (default: the sorted labels present), so a labeling that
-    uses one class of two still scores both.  At most ``m - 2`` layers for
-    ``m`` distinct points (seed 000, Theorem).
+    uses one class of two still scores both.  ``method``: ``"runs"`` (one label
+    run fewer per layer, float-faithful; falls back to ``"pma"`` when the labels
+    are closer than float64 can resolve, noted in ``meta["fallback"]``) or
+    ``"pma"`` (the paper's algorithm).  At most ``m - 2`` layers for ``m``
+    distinct points (seed 000, Theorem).
     """
     points = X if isinstance(X, PointSet) else points_from_arrays(X, y)
     eps_q = _eps(eps)
@@ -74,7 +78,13 @@ def build(
     y01 = [present.index(label) for label in points.y]
     w, t = project(points.X, y01, seed=seed)
     chain = Chain(t, eps_q)
-    METHODS[method](chain, y01, progress)
+    try:
+        METHODS[method](chain, y01, progress)
+    except Unresolvable as e:
+        # the data is finer than float64 can see: the paper's construction, which
+        # needs no float search, still gives a certified net (not a float-faithful one)
+        meta.update(method="pma", fallback=f"runs: {e}")
+        pma(chain, y01, progress)
     needed = len(chain.steps)
     if depth is not None:
         if needed > depth:

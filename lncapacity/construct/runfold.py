@@ -57,6 +57,10 @@ WATCHED = 48
 MAX_PRECISION = 1 << 12
 
 
+class Unresolvable(ConstructionError):
+    """The float search sees no admissible fold: gaps below float64 resolution."""
+
+
 def merge_runs(chain: Chain, y: Sequence[int], progress: Progress | None = None) -> None:
     """Append layers to ``chain`` until at most two label runs remain, one run fewer each."""
     while True:
@@ -73,8 +77,11 @@ def merge_runs(chain: Chain, y: Sequence[int], progress: Progress | None = None)
             if after is not None and len(after) == len(rs) - 1:
                 break
             chain.pop()
-        else:  # pragma: no cover
-            raise ConstructionError(f"layer {len(chain.steps) + 1}: no fold certified")
+        else:
+            raise Unresolvable(
+                f"layer {len(chain.steps) + 1}: no fold of the float64 search certified "
+                "(label gaps below float resolution)"
+            )
 
 
 def certified_runs(chain: Chain, y: Sequence[int]) -> list[list[int]] | None:
@@ -130,6 +137,11 @@ def _candidates(chain: Chain, rs: list[list[int]], keep: int = 8) -> list[FoldSt
 
 
 def _search(xl: np.ndarray, xh: np.ndarray) -> tuple[np.ndarray, ...]:
+    with np.errstate(all="ignore"):  # degenerate candidates score -inf
+        return _scores(xl, xh)
+
+
+def _scores(xl: np.ndarray, xh: np.ndarray) -> tuple[np.ndarray, ...]:
     """Grid search for folds of run 0 onto run 2, on run bounds ``xl <= xh`` in [0, 1].
 
     Returns per candidate the score and the parameters ``c``, ``w = sqrt(3)
@@ -166,13 +178,12 @@ def _search(xl: np.ndarray, xh: np.ndarray) -> tuple[np.ndarray, ...]:
         far = vh[..., k] - vl[..., k + 1]
         smallest = np.minimum(smallest, far.min(axis=-1))
     ok = (hi_psi > lo_psi)[:, None] & (smallest > 0)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        # soft minimum (sum g^-8)^(-1/8), scaled by the smallest gap against overflow
-        t = np.where(ok, smallest, 1.0)[..., None]
-        total = sum(_eighth_power(t[..., 0] / g) for g in gaps)
-        if r > 4:
-            total = total + _eighth_power(t / far).sum(axis=-1)
-        score = np.where(ok, t[..., 0] * total ** (-1 / 8), -np.inf)
+    # soft minimum (sum g^-8)^(-1/8), scaled by the smallest gap against overflow
+    t = np.where(ok, smallest, 1.0)[..., None]
+    total = sum(_eighth_power(t[..., 0] / g) for g in gaps)
+    if r > 4:
+        total = total + _eighth_power(t / far).sum(axis=-1)
+    score = np.where(ok, t[..., 0] * total ** (-1 / 8), -np.inf)
     K = psi.shape[1]
     return score.ravel(), np.repeat(C, K), np.repeat(W, K), psi.ravel()
 
