@@ -16,6 +16,7 @@ Figures, not assertions: run it and read it (issue 9 asks for the table).
 
     python benchmarks/bench_methods.py                 # the full table (~20 min)
     python benchmarks/bench_methods.py --quick         # m <= 200, no frontier
+    python benchmarks/bench_methods.py --sizes --cap 3000   # the frontier only
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ def frontier(make: Callable[[int, int], PointSet], method: str, eps: str, cap: i
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[50, 100, 200, 500, 1000])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[50, 100, 200, 500, 1000])
     parser.add_argument("--seeds", type=int, default=3, help="labelings per random size")
     parser.add_argument("--eps", nargs="+", default=["0", "1e-5"])
     parser.add_argument("--cap", type=int, default=1000, help="largest m the frontier tries")
@@ -131,7 +132,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.seeds, args.no_frontier = [50, 100, 200], 2, True
-    for eps in args.eps:
+    for eps in args.eps if args.sizes else ():
         table(args.sizes, args.seeds, eps)
     if args.no_frontier:
         return
