@@ -5,8 +5,10 @@ a float is the dyadic rational it is, and an object array of Python ints,
 :class:`~fractions.Fraction` or :class:`flint.fmpq` stays exact), so the
 fitted net ``net_`` classifies every distinct training point correctly: a
 certificate for that is one call, ``lncapacity.certify(clf.net_, X, y)``.
-Prediction runs the NumPy float backend (``backend="exact"`` decides each
-argmax with ball arithmetic).
+Prediction runs a float backend of :mod:`lncapacity.floats`: NumPy
+(``"float64"``, the default, or ``"float32"``) or PyTorch's own modules
+(``"torch-float64"``, ``"torch-float32"``; PyTorch is optional and checked by
+``fit``); ``backend="exact"`` decides each argmax with ball arithmetic.
 
 Where scikit-learn is installed the class derives from its ``BaseEstimator``
 and ``ClassifierMixin`` and validates its input with scikit-learn's own
@@ -29,11 +31,12 @@ from typing import Any
 
 import numpy as np
 
+from . import floats
 from .construct import build
 from .data import points_from_arrays
 from .errors import InputError
 
-BACKENDS = ("float64", "float32", "exact")
+BACKENDS = (*floats.BACKENDS, "exact")
 
 try:  # pragma: no cover - exercised in whichever environment runs the tests
     from sklearn.base import BaseEstimator, ClassifierMixin
@@ -85,13 +88,16 @@ _FITTED = ("net_", "classes_", "n_features_in_", "feature_names_in_")
 
 
 class LNNetClassifier(*_BASES):  # type: ignore[misc]
-    """Width-3 LN-Net built by the Projection Merge Algorithm (seed 000, Algorithm 1).
+    """Width-3 LN-Net built for the training points (seed 000; by default the ``runs``
+    refinement of the Projection Merge Algorithm, float-faithful).
 
     Parameters (stored unvalidated, as scikit-learn requires; checked by ``fit``):
     ``eps`` LayerNorm epsilon (exact, >= 0); ``depth`` pad to exactly this many
     LayerNorm layers (``None``: as few as the construction needs); ``method``
-    the construction; ``seed`` for the projection; ``backend`` of ``predict``
-    (``"float64"``, ``"float32"`` or ``"exact"``).
+    the construction (``"runs"`` or the paper's ``"pma"``); ``seed`` for the
+    projection; ``backend`` of ``predict`` (``"float64"``, ``"float32"``,
+    ``"torch-float64"``, ``"torch-float32"`` or ``"exact"``; a torch backend needs
+    PyTorch installed).
 
     Fitted attributes: ``net_`` (the exact :class:`~lncapacity.model.LNNet`),
     ``classes_``, ``n_features_in_`` (and ``feature_names_in_`` when fitted on
@@ -102,7 +108,7 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
         self,
         eps: object = 0,
         depth: int | None = None,
-        method: str = "pma",
+        method: str = "runs",
         seed: int = 0,
         backend: str = "float64",
     ) -> None:
@@ -172,6 +178,10 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
         if self.backend not in BACKENDS:
             raise InputError(
                 f"unknown backend {self.backend!r} (choose from {', '.join(BACKENDS)})"
+            )
+        if self.backend in floats.TORCH_BACKENDS and not floats.have_torch():
+            raise InputError(
+                f"backend {self.backend!r} needs PyTorch: pip install 'lncapacity[torch]'"
             )
 
     def _check_predict_input(self, X: Any) -> np.ndarray:

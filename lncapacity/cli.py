@@ -18,7 +18,7 @@ from typing import Any
 from . import __version__, fileformat, floats
 from .arith import json_float
 from .certify import Certificate, certify
-from .construct import METHODS, build
+from .construct import DEFAULT_METHOD, METHODS, build
 from .data import PointSet, load_points
 from .errors import ConstructionError, InputError
 from .model import LNNet
@@ -61,6 +61,12 @@ def _parser() -> argparse.ArgumentParser:
     ) -> None:
         if certificate:
             q.add_argument("--certificate", metavar="CERT.json", help="write the certificate")
+            q.add_argument(
+                "--float",
+                metavar="B1,B2",
+                help=f"comma-separated float backends to check, from {', '.join(floats.BACKENDS)} "
+                "(default: all available)",
+            )
         if workers:
             q.add_argument(
                 "--workers", type=int, metavar="N", help="processes (default: all cores)"
@@ -73,13 +79,20 @@ def _parser() -> argparse.ArgumentParser:
         help="build a width-3 LN-Net for labelled points and certify it",
         description="Build a width-3 LN-Net that classifies every point of DATA (CSV with a "
         "'label' column, .npy with labels in the last column, or .npz with X and y), certify "
-        "it with rigorous ball arithmetic, and check it in float64 and float32.",
+        "it with rigorous ball arithmetic, and check it in float64 and float32 (NumPy, and "
+        "PyTorch's own modules when torch is installed).",
     )
     c.add_argument("data", metavar="DATA")
     c.add_argument("--out", metavar="NET.json", help="write the net (lnnet/1)")
     c.add_argument("--eps", default="0", help="LayerNorm epsilon, exact (default 0; 1e-5 as torch)")
     c.add_argument("--depth", type=int, metavar="L", help="pad to exactly L LayerNorm layers")
-    c.add_argument("--method", default="pma", choices=sorted(METHODS), help="construction")
+    c.add_argument(
+        "--method",
+        default=DEFAULT_METHOD,
+        choices=list(METHODS),
+        help="construction: runs (one label run fewer per layer, float-faithful; default) "
+        "or pma (the paper's algorithm)",
+    )
     c.add_argument("--seed", type=int, default=0, help="seed for the choice of projection")
     output(c, certificate=True)
 
@@ -87,7 +100,8 @@ def _parser() -> argparse.ArgumentParser:
         "verify",
         help="independently re-certify a saved net on labelled points",
         description="Load an lnnet/1 file and certify, from scratch, that it classifies every "
-        "point of DATA; exit 2 if any point is not certified.",
+        "point of DATA (and check it in float64 and float32, as certify does); exit 2 if any "
+        "point is not certified.",
     )
     v.add_argument("net", metavar="NET.json")
     v.add_argument("data", metavar="DATA")
@@ -145,6 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("lncapacity: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `lncapacity certify ... --json | head`: the reader left
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except Exception as e:  # a bug: one line, unless asked for the traceback
         if os.environ.get("LNCAPACITY_DEBUG"):
             raise
@@ -167,6 +184,8 @@ def _run(label: str, quiet: bool, f: Callable[[Bar], Any]) -> tuple[Any, float]:
 
 def cmd_certify(args: argparse.Namespace) -> int:
     _check_outputs(args.out, args.certificate)
+    if args.float is not None:  # checked now; the default imports PyTorch, later
+        _float_backends(args.float)
     points = load_points(args.data)
     net, t_build = _run(
         "folding",
@@ -183,6 +202,24 @@ def cmd_certify(args: argparse.Namespace) -> int:
     return _check_and_report(args, net, points, {"build": t_build}, out=args.out)
 
 
+def _float_backends(option: str | None) -> tuple[str, ...]:
+    """The backends ``--float`` asks for (checked before any long computation), or all there are."""
+    if option is None:
+        return floats.available_backends()
+    names = tuple(dict.fromkeys(name.strip() for name in option.split(",") if name.strip()))
+    if not names:
+        raise InputError(f"--float: name one or more of {', '.join(floats.BACKENDS)}")
+    for name in names:
+        if name not in floats.BACKENDS:
+            raise InputError(
+                f"--float: unknown backend {name!r} (choose from {', '.join(floats.BACKENDS)})"
+            )
+    torch = [name for name in names if name in floats.TORCH_BACKENDS]
+    if torch and not floats.have_torch():
+        raise InputError(f"--float {torch[0]} needs PyTorch: pip install 'lncapacity[torch]'")
+    return names
+
+
 def _check_outputs(*paths: str | None) -> None:
     """Fail before any long computation if an output cannot be written."""
     for path in paths:
@@ -192,6 +229,8 @@ def _check_outputs(*paths: str | None) -> None:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     _check_outputs(args.certificate)
+    if args.float is not None:  # checked now; the default imports PyTorch, later
+        _float_backends(args.float)
     net = fileformat.load(args.net)
     points = load_points(args.data)
     return _check_and_report(args, net, points, {}, out=None)
@@ -290,7 +329,7 @@ def _check_and_report(
     cert, seconds["certify"] = _run(
         "certifying", args.quiet, lambda bar: certify(net, points, progress=bar)
     )
-    checks = [floats.check(net, points, dt) for dt in floats.DTYPES]
+    checks = [floats.check(net, points, b) for b in _float_backends(args.float)]
     if cert.all_certified:
         files = []
         if args.certificate:
@@ -361,14 +400,42 @@ def _summary(
         # null with a single class (nothing to separate) or when some point fails
         "min_certified_margin": json_float(cert.min_margin) if cert.all_certified else None,
         "precision_bits": cert.precision,
+        # one entry per backend run here: "float64", "float32" (NumPy), and "torch-float64",
+        # "torch-float32" when PyTorch is installed
         "float": {
-            c.dtype: {"agree": c.agree, "total": c.total, "min_margin": json_float(c.min_margin)}
+            c.backend: {
+                "agree": c.agree,
+                "total": c.total,
+                "min_margin": json_float(c.min_margin),
+                "library": "torch" if c.backend in floats.TORCH_BACKENDS else "numpy",
+                "dtype": c.dtype,
+                "max_abs_score": json_float(c.max_abs_score),
+                "warning": _float_warning(c, cert.all_certified),
+            }
             for c in checks
         },
         "net": out if written else None,
         "certificate": cert_path if written else None,
         "seconds": {k: round(v, 3) for k, v in seconds.items()},
     }
+
+
+def _float_warning(c: floats.FloatCheck, certified: bool) -> str | None:
+    """What a user should know about a float backend's result, in one phrase (or None)."""
+    if not c.all_agree:
+        why = (
+            " (the exact certificate still holds; the net is too deep/too fine for this precision)"
+            if certified
+            else ""
+        )
+        return f"{c.backend} misclassifies {c.wrong} of {c.total} points{why}"
+    if c.near_resolution:
+        ratio = c.min_margin / c.max_abs_score
+        return (
+            f"{c.backend} margin near float resolution ({ratio:.1e} of the largest |score|; "
+            "rounding may flip points)"
+        )
+    return None
 
 
 def _text(s: dict[str, Any]) -> str:
@@ -397,12 +464,14 @@ def _text(s: dict[str, Any]) -> str:
         )
         + f" ({s['precision_bits']} bits)",
     ]
-    for dt, c in s["float"].items():
-        wrong = c["total"] - c["agree"]
-        flag = f"  WARNING: {dt} misclassifies {wrong} of the points" if wrong else ""
-        lines.append(
-            f"{dt}: {c['agree']}/{c['total']} agree, min margin {num(c['min_margin'])}{flag}"
-        )
+    for name, c in s["float"].items():
+        x = c["min_margin"]  # a float margin of 0 is a tie, not a tiny certified bound
+        if x is None:  # infinite: +inf with one class, -inf (a NaN or infinite score) if wrong
+            margin = "-inf (overflow or NaN)" if c["agree"] < c["total"] else num(x)
+        else:
+            margin = f"{x:.4g}"
+        flag = f"  WARNING: {c['warning']}" if c["warning"] else ""
+        lines.append(f"{name}: {c['agree']}/{c['total']} agree, min margin {margin}{flag}")
     for key in ("net", "certificate"):
         if s[key]:
             lines.append(f"wrote {s[key]}")

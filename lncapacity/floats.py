@@ -1,15 +1,26 @@
-"""Floating-point backends: what a NumPy user of an exact net actually gets.
+"""Floating-point backends: what a NumPy or PyTorch user of an exact net actually gets.
 
-The same forward pass as :meth:`lncapacity.model.LNNet.forward`, vectorised in
-NumPy at float64 or float32 (weights rounded to the dtype, LayerNorm with the
-biased variance as in ``torch.nn.LayerNorm``).  These checks *confirm* a net;
-they never certify one.
+The same forward pass as :meth:`lncapacity.model.LNNet.forward` in floating
+point, with every weight rounded to the backend's precision:
+
+* ``"float64"``, ``"float32"``: vectorised NumPy (LayerNorm with the biased
+  variance, as in ``torch.nn.LayerNorm``);
+* ``"torch-float64"``, ``"torch-float32"``: PyTorch's own modules, the net as
+  :func:`to_torch` gives it (``torch.nn.Linear`` for each affine map,
+  ``torch.nn.LayerNorm(width, eps, elementwise_affine=False)`` for each
+  LayerNorm), available when ``import torch`` works.
+
+Overflow or NaN in a forward pass makes the affected points wrong (a NaN
+score decides nothing) and raises no warning.  These checks *confirm* a net;
+they never certify one.  PyTorch is optional (``pip install
+'lncapacity[torch]'``) and imported only when a torch backend is used.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,7 +28,55 @@ from .data import PointSet
 from .errors import InputError
 from .model import Affine, LNNet
 
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
 DTYPES = {"float64": np.float64, "float32": np.float32}
+"""The NumPy backends: name -> dtype.  Their names are the precisions themselves."""
+
+TORCH_BACKENDS = {"torch-float64": "float64", "torch-float32": "float32"}
+"""The PyTorch backends: name -> precision."""
+
+BACKENDS = (*DTYPES, *TORCH_BACKENDS)
+"""Every backend name, whether or not PyTorch is installed here."""
+
+MARGIN_WARNING_RATIO = 1e-6
+"""A float margin below this fraction of the largest absolute score is "near float resolution"."""
+
+_NO_TORCH = "PyTorch is not installed: pip install 'lncapacity[torch]'"
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        raise InputError(_NO_TORCH) from None
+    return torch
+
+
+def have_torch() -> bool:
+    """Whether ``import torch`` works here (it is imported by this call)."""
+    try:
+        _torch()
+    except Exception:  # InputError, or a broken installation: either way no torch backends
+        return False
+    return True
+
+
+def available_backends() -> tuple[str, ...]:
+    """The backends this machine can run: the NumPy ones, and the PyTorch ones if torch imports."""
+    return BACKENDS if have_torch() else tuple(DTYPES)
+
+
+def precision(backend: str) -> str:
+    """``"float64"`` or ``"float32"``: the dtype ``backend`` computes in."""
+    _check_backend(backend)
+    return TORCH_BACKENDS.get(backend, backend)
+
+
+def _check_backend(backend: str) -> None:
+    if backend not in BACKENDS:
+        raise InputError(f"unknown float backend {backend!r} (choose from {', '.join(BACKENDS)})")
 
 
 def _array(a: Affine[Any], dt: type) -> tuple[np.ndarray, np.ndarray]:
@@ -25,49 +84,130 @@ def _array(a: Affine[Any], dt: type) -> tuple[np.ndarray, np.ndarray]:
     return W, np.array([float(v) for v in a.b], dtype=dt)
 
 
-def forward(net: LNNet[Any], X: Any, dtype: str = "float64") -> np.ndarray:
-    """The readout scores, shape ``(m, len(classes))``, computed in ``dtype``."""
+def to_torch(net: LNNet[Any], dtype: str = "float64") -> torch.nn.Sequential:
+    """``net`` as a ``torch.nn.Sequential`` of PyTorch's own modules, in ``dtype``.
+
+    One ``torch.nn.Linear`` per affine map, each followed (except the readout) by
+    ``torch.nn.LayerNorm(net.width, eps=float(net.eps), elementwise_affine=False)``;
+    so ``2 * net.depth + 1`` modules.  The weights are the exact ones rounded to
+    ``dtype`` (``"float64"`` or ``"float32"``; through float64, exactly as the NumPy
+    backend rounds them), on the CPU; the global random state is left untouched.
+    The module maps a ``(m, input_dim)`` tensor to the ``(m, len(classes))`` scores.
+    """
+    torch = _torch()
     if dtype not in DTYPES:
-        raise InputError(f"unknown float backend {dtype!r} (choose from {', '.join(DTYPES)})")
-    dt = DTYPES[dtype]
+        raise InputError(f"unknown dtype {dtype!r} (choose from {', '.join(DTYPES)})")
+    tdt = getattr(torch, dtype)
+    nn = torch.nn
+
+    def linear(a: Affine[Any]) -> torch.nn.Linear:
+        W, b = _array(a, np.float64)
+        lin = nn.Linear(W.shape[1], W.shape[0], dtype=tdt)  # its random start is overwritten
+        with torch.no_grad():
+            lin.weight.copy_(torch.from_numpy(W))
+            lin.bias.copy_(torch.from_numpy(b))
+        return lin
+
+    modules: list[torch.nn.Module] = []
+    # the Linear modules' random initialisation must not move the caller's random state
+    # (fork_rng restores it; nn.utils.skip_init would too, but costs 0.5 s on its first call)
+    with torch.random.fork_rng(devices=[]):
+        for layer in net.layers:
+            modules.append(linear(layer))
+            modules.append(nn.LayerNorm(net.width, eps=float(net.eps), elementwise_affine=False))
+        modules.append(linear(net.readout))
+    return nn.Sequential(*modules).eval().requires_grad_(False)
+
+
+def forward(net: LNNet[Any], X: Any, backend: str = "float64") -> np.ndarray:
+    """The readout scores by ``backend``: a NumPy array of its dtype, ``(m, len(classes))``.
+
+    Overflow gives infinite or NaN scores, silently.
+    """
+    _check_backend(backend)
     h = np.asarray(X.floats() if isinstance(X, PointSet) else X, dtype=np.float64)
     if h.ndim != 2 or h.shape[1] != net.input_dim:
         raise InputError(f"expected an array of shape (m, {net.input_dim}), got {h.shape}")
-    h = h.astype(dt)
-    eps = dt(float(net.eps))
-    for layer in net.layers:
-        W, b = _array(layer, dt)
-        y = h @ W.T + b
-        y = y - y.mean(axis=1, keepdims=True)
-        h = y / np.sqrt((y * y).mean(axis=1, keepdims=True) + eps)
-    R, r = _array(net.readout, dt)
-    return h @ R.T + r
+    if backend in TORCH_BACKENDS:
+        return _forward_torch(net, h, TORCH_BACKENDS[backend])
+    dt = DTYPES[backend]
+    with np.errstate(all="ignore"):  # overflow and NaN make points wrong; check() counts them
+        h = h.astype(dt)
+        eps = dt(float(net.eps))
+        for layer in net.layers:
+            W, b = _array(layer, dt)
+            y = h @ W.T + b
+            y = y - y.mean(axis=1, keepdims=True)
+            h = y / np.sqrt((y * y).mean(axis=1, keepdims=True) + eps)
+        R, r = _array(net.readout, dt)
+        return h @ R.T + r
+
+
+def _forward_torch(net: LNNet[Any], h: np.ndarray, dtype: str) -> np.ndarray:
+    torch = _torch()
+    # One thread, then the caller's count again: once PyTorch's OpenMP pool has run in this
+    # process, a worker fork()ed later (lncapacity.parallel, as shatter uses) hangs in its first
+    # parallel kernel.  Width-3 layers gain nothing from threads anyway.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        model = to_torch(net, dtype)
+        with torch.no_grad():
+            return model(torch.from_numpy(h.astype(DTYPES[dtype]))).numpy()
+    finally:
+        torch.set_num_threads(threads)
 
 
 @dataclass(frozen=True)
 class FloatCheck:
     """How a float backend fares on labelled points."""
 
-    dtype: str
+    backend: str
     agree: int
     total: int
     min_margin: float
     """``min_k (z[label_k] - max_{j != label_k} z[j])`` in the backend; negative if any point is
-    wrong, ``inf`` with a single class."""
+    wrong (``-inf`` for a NaN score), ``inf`` with a single class or no points."""
+    max_abs_score: float = math.nan
+    """The largest finite ``|z[j]|`` over all points and classes (NaN if there is none): the scale
+    against which ``min_margin`` is small or not."""
+
+    @property
+    def dtype(self) -> str:
+        """``"float64"`` or ``"float32"``: the precision of the backend."""
+        return precision(self.backend)
 
     @property
     def all_agree(self) -> bool:
         return self.agree == self.total
 
+    @property
+    def wrong(self) -> int:
+        return self.total - self.agree
 
-def check(net: LNNet[Any], points: PointSet, dtype: str = "float64") -> FloatCheck:
-    """Run ``net`` on ``points`` in ``dtype`` and compare with their labels."""
-    z = forward(net, points, dtype).astype(np.float64)
-    target = np.array([net.classes.index(label) for label in points.y])
-    rows = np.arange(len(target))
-    own = z[rows, target]
-    z[rows, target] = -np.inf
-    margins = own - z.max(axis=1) if z.shape[1] > 1 else np.full(len(target), np.inf)
-    margins = np.where(np.isnan(margins), -np.inf, margins)  # a NaN score decides nothing
+    @property
+    def near_resolution(self) -> bool:
+        """Every point agrees, but the smallest margin is below :data:`MARGIN_WARNING_RATIO`
+        times the largest absolute score: a slightly different float evaluation could flip it."""
+        return (
+            self.all_agree
+            and math.isfinite(self.min_margin)
+            and math.isfinite(self.max_abs_score)
+            and self.min_margin < MARGIN_WARNING_RATIO * self.max_abs_score
+        )
+
+
+def check(net: LNNet[Any], points: PointSet, backend: str = "float64") -> FloatCheck:
+    """Run ``net`` on ``points`` with ``backend`` and compare with their labels."""
+    z = forward(net, points, backend).astype(np.float64)
+    with np.errstate(all="ignore"):  # inf - inf is NaN, which counts as wrong
+        finite = np.abs(z[np.isfinite(z)])
+        scale = float(finite.max()) if finite.size else math.nan
+        target = np.array([net.classes.index(label) for label in points.y], dtype=np.intp)
+        rows = np.arange(len(target))
+        own = z[rows, target]
+        z[rows, target] = -np.inf
+        margins = own - z.max(axis=1) if z.shape[1] > 1 else np.full(len(target), np.inf)
+        margins = np.where(np.isnan(margins), -np.inf, margins)  # a NaN score decides nothing
     agree = int(np.sum(margins > 0))
-    return FloatCheck(dtype, agree, len(target), float(margins.min(initial=np.inf)))
+    return FloatCheck(backend, agree, len(target), float(margins.min(initial=np.inf)), scale)

@@ -133,9 +133,10 @@ class LNNet(Generic[T]):
     def predict(self, X: Any, backend: str = "float64") -> np.ndarray:
         """Labels for the rows of ``X``.
 
-        ``backend`` is ``"float64"`` or ``"float32"`` (NumPy forward pass) or
-        ``"exact"`` (rigorous balls, precision raised until each argmax is
-        decided; inputs read exactly).
+        ``backend`` is ``"float64"`` or ``"float32"`` (NumPy forward pass),
+        ``"torch-float64"`` or ``"torch-float32"`` (PyTorch's modules, see
+        :func:`lncapacity.floats.to_torch`) or ``"exact"`` (rigorous balls,
+        precision raised until each argmax is decided; inputs read exactly).
         """
         if backend == "exact":
             from .certify import decide

@@ -28,7 +28,7 @@ except ImportError:  # no scikit-learn, or one older than 1.6
 
 XOR_X = np.array([[0, 0], [0, 1], [1, 0], [1, 1]], dtype=float)
 XOR_Y = np.array([0, 1, 1, 0])
-DEFAULTS = {"eps": 0, "depth": None, "method": "pma", "seed": 0, "backend": "float64"}
+DEFAULTS = {"eps": 0, "depth": None, "method": "runs", "seed": 0, "backend": "float64"}
 
 
 def random_binary(m: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -77,8 +77,10 @@ def test_float_labels_keep_their_dtype():
     assert pred.tolist() == [2.0, -1.0, -1.0, 2.0]
 
 
-@pytest.mark.parametrize("backend", ["exact", "float32"])
+@pytest.mark.parametrize("backend", ["exact", "float32", "torch-float64", "torch-float32"])
 def test_backends_agree_with_float64_on_xor(backend):
+    if backend.startswith("torch"):
+        pytest.importorskip("torch")
     reference = LNNetClassifier().fit(XOR_X, XOR_Y).predict(XOR_X)
     assert reference.tolist() == XOR_Y.tolist()
     pred = LNNetClassifier(backend=backend).fit(XOR_X, XOR_Y).predict(XOR_X)
@@ -92,6 +94,26 @@ def test_exact_backend_on_points_off_the_training_set():
     exact = LNNetClassifier(backend="exact").fit(X, y)
     grid = np.random.default_rng(4).uniform(-2, 2, size=(30, 2))
     assert exact.predict(grid).tolist() == fast.predict(grid).tolist()
+
+
+def test_torch_backend_on_points_off_the_training_set():
+    pytest.importorskip("torch")
+    X, y = random_binary(20, 2, seed=3)
+    numpy64 = LNNetClassifier().fit(X, y)
+    torch64 = LNNetClassifier(backend="torch-float64").fit(X, y)
+    grid = np.random.default_rng(4).uniform(-2, 2, size=(30, 2))
+    assert torch64.predict(grid).tolist() == numpy64.predict(grid).tolist()
+    assert torch64.score(X, y) == 1.0
+
+
+def test_torch_backend_without_torch_fails_at_fit(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # any import of it raises ImportError
+    clf = LNNetClassifier(backend="torch-float32")  # stored as given
+    assert clf.get_params()["backend"] == "torch-float32"
+    with pytest.raises(ValueError, match=r"backend 'torch-float32' needs PyTorch"):
+        clf.fit(XOR_X, XOR_Y)
+    assert not hasattr(clf, "net_")
+    assert LNNetClassifier().fit(XOR_X, XOR_Y).predict(XOR_X).tolist() == XOR_Y.tolist()
 
 
 def test_exact_rationals_stay_exact():
@@ -183,7 +205,7 @@ def test_without_sklearn_the_stand_in_works():
         from lncapacity.classifier import HAVE_SKLEARN, LNNetClassifier, NotFittedError
         assert not HAVE_SKLEARN and issubclass(NotFittedError, ValueError)
         clf = LNNetClassifier(depth=2)
-        assert clf.get_params() == dict(eps=0, depth=2, method="pma", seed=0, backend="float64")
+        assert clf.get_params() == dict(eps=0, depth=2, method="runs", seed=0, backend="float64")
         assert clf.set_params(seed=5) is clf and clf.seed == 5
         try:
             clf.set_params(colour=1)
@@ -205,7 +227,7 @@ def test_without_sklearn_the_stand_in_works():
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
-    expected = "LNNetClassifier(eps=0, depth=2, method='pma', seed=5, backend='float64')"
+    expected = "LNNetClassifier(eps=0, depth=2, method='runs', seed=5, backend='float64')"
     assert p.stdout.strip() == expected
 
 
@@ -230,7 +252,7 @@ def test_clone_preserves_params_and_drops_the_fit():
     assert copy is not clf
     assert copy.get_params() == clf.get_params()
     assert copy.get_params() == {
-        "eps": "1/1000", "depth": 4, "method": "pma", "seed": 3, "backend": "float32"
+        "eps": "1/1000", "depth": 4, "method": "runs", "seed": 3, "backend": "float32"
     }  # fmt: skip
     assert not hasattr(copy, "net_") and not hasattr(copy, "classes_")
 

@@ -29,7 +29,8 @@ import pytest
 from flint import fmpq
 
 import lncapacity
-from lncapacity import fileformat
+from lncapacity import fileformat, floats
+from lncapacity.model import Affine, LNNet
 
 ROOT = Path(__file__).resolve().parents[1]
 XOR = ROOT / "examples" / "xor.csv"
@@ -46,6 +47,11 @@ TIMEOUT = 120
 
 XOR_POINTS = [[0, 0], [0, 1], [1, 0], [1, 1]]
 XOR_LABELS = [0, 1, 1, 0]
+# what certify and verify run: the NumPy backends, and PyTorch's when it imports here
+BACKENDS = floats.available_backends()
+TORCH_BACKENDS = ["torch-float64", "torch-float32"]
+# most runs skip PyTorch's import (a second or two each); "xor" and "xor-json" run every backend
+NUMPY_ONLY = ("--float", "float64,float32")
 
 
 def run(*args: object, cmd: list[str] = PYTHON_M) -> subprocess.CompletedProcess[str]:
@@ -185,19 +191,40 @@ BAD: dict[str, tuple[Case, list[str]]] = {
         ["readout.W[0][0]", "'1.5'"],
     ),
     "net-missing-file": (Case(verify_bad("absent.json")), ["absent.json: cannot read"]),
+    "unknown-float-backend": (
+        Case(certify_bad("data.csv", "--float", "float64,float16"), {"data.csv": XOR_TEXT}),
+        ["--float: unknown backend 'float16'", "float32, torch-float64, torch-float32"],
+    ),
+    "verify-unknown-float-backend": (
+        Case(lambda i, o: [*verify_bad()(i, o), "--float", "numpy"], {"net.json": "{}"}),
+        ["--float: unknown backend 'numpy'"],  # before the net is even read
+    ),
 }
 
 SINGLE_CLASS = "x,y,label\n0,0,a\n1,1,a\n2,0,a\n1,1,a\n"
+# certify without PyTorch, as with no torch installed: all backends, then a torch one asked for
+NO_TORCH = """
+import sys
+sys.modules["torch"] = None  # any import of it raises ImportError
+from lncapacity.cli import main
+codes = [main(["certify", sys.argv[1], "--json", "--quiet"])]
+codes.append(main(["certify", sys.argv[1], "--quiet", "--float", "float64,torch-float32"]))
+print("exit codes", *codes)
+"""
 
 GOOD: dict[str, Case] = {
     "xor": Case(
         lambda i, o: ["certify", XOR, "--out", o / "net.json", "--certificate", o / "cert.json"]
     ),
     "xor-json": Case(lambda i, o: ["certify", XOR, "--json", "--quiet"]),
-    "depth-5": Case(lambda i, o: ["certify", XOR, "--depth", "5", "--out", o / "net.json"]),
-    "eps": Case(lambda i, o: ["certify", XOR, "--eps", "1e-5", "--out", o / "net.json"]),
+    "depth-5": Case(
+        lambda i, o: ["certify", XOR, "--depth", "5", "--out", o / "net.json", *NUMPY_ONLY]
+    ),
+    "eps": Case(
+        lambda i, o: ["certify", XOR, "--eps", "1e-5", "--out", o / "net.json", *NUMPY_ONLY]
+    ),
     "single-class": Case(
-        lambda i, o: ["certify", i / "one.csv", "--json", "--out", o / "net.json"],
+        lambda i, o: ["certify", i / "one.csv", "--json", "--out", o / "net.json", *NUMPY_ONLY],
         {"one.csv": SINGLE_CLASS},
     ),
     "usage-error": Case(lambda i, o: ["certify", XOR, "--depth", "two", "--out", o / "n.json"]),
@@ -210,9 +237,12 @@ GOOD: dict[str, Case] = {
         lambda i, o: [],
         cmd=[sys.executable, "-c", "import sys, lncapacity.cli; print('sklearn' in sys.modules)"],
     ),
+    "no-torch": Case(lambda i, o: [XOR], cmd=[sys.executable, "-c", NO_TORCH]),
 }
 if SCRIPT:
-    GOOD["console-script"] = Case(lambda i, o: ["certify", XOR, "--quiet"], cmd=[SCRIPT])
+    GOOD["console-script"] = Case(
+        lambda i, o: ["certify", XOR, "--quiet", *NUMPY_ONLY], cmd=[SCRIPT]
+    )
 
 
 @dataclass
@@ -259,9 +289,21 @@ def verify_runs(xor_net, tmp_path_factory) -> dict[str, Result]:
     net_text = xor_net.read_text()
 
     def verify_xor(i: Path, o: Path) -> list[object]:
-        return ["verify", i / "net.json", XOR, "--certificate", o / "c.json"]
+        return ["verify", i / "net.json", XOR, "--certificate", o / "c.json", *NUMPY_ONLY]
 
+    def verify_line(i: Path, o: Path) -> list[object]:
+        return ["verify", i / "net.json", i / "line.csv"]
+
+    line = "x,label\n1,0\n-1,1\n"
     cases = {
+        "tiny-margin": Case(
+            lambda i, o: [*verify_line(i, o), *NUMPY_ONLY],
+            {"net.json": net_json(TINY_MARGIN), "line.csv": line},
+        ),
+        "overflow": Case(
+            lambda i, o: [*verify_line(i, o), "--json", *NUMPY_ONLY],
+            {"net.json": net_json(OVERFLOW), "line.csv": line},
+        ),
         "ok": Case(verify_xor, {"net.json": net_text}),
         "tampered": Case(verify_xor, {"net.json": json.dumps(tampered, indent=1)}),
         "features": Case(
@@ -270,6 +312,35 @@ def verify_runs(xor_net, tmp_path_factory) -> dict[str, Result]:
         ),
     }
     return _launch(cases, tmp_path_factory.mktemp("verify"))
+
+
+def _affine(W: list[list[int | fmpq]], b: list[int | fmpq]) -> Affine[fmpq]:
+    return Affine(tuple(tuple(map(fmpq, row)) for row in W), tuple(map(fmpq, b)))
+
+
+# depth 0, z = (x, 1 - 2^-30): at x = 1 (label 0) the margin is 2^-30, about 1e-9 of the
+# scores; float32 rounds 1 - 2^-30 to 1, a tie, so misclassifies that point
+TINY_MARGIN = LNNet(1, 3, fmpq(0), (), _affine([[1], [0]], [0, 1 - fmpq(1, 2**30)]), (0, 1))
+# depth 1, y = (2^70 x, -2^70 x, 0): y * y overflows float32 (LayerNorm gives 0, so do the
+# scores), while the exact net classifies x = 1 as 0 and x = -1 as 1 by a margin 2 sqrt(6)
+OVERFLOW = LNNet(
+    1,
+    3,
+    fmpq(0),
+    (_affine([[2**70], [-(2**70)], [0]], [0, 0, 0]),),
+    _affine([[1, -1, 0], [-1, 1, 0]], [0, 0]),
+    (0, 1),
+)
+
+
+def net_json(net: LNNet) -> str:
+    return fileformat.dumps(fileformat.to_dict(net))
+
+
+def float_lines(stdout: str) -> dict[str, str]:
+    """The float backends' lines of a text summary, by backend (in order)."""
+    names = tuple(f"{b}: " for b in floats.BACKENDS)
+    return {line.split(":")[0]: line for line in stdout.splitlines() if line.startswith(names)}
 
 
 # ---------------------------------------------------------------------------
@@ -284,6 +355,13 @@ def test_certify_xor_text_summary_and_files(runs):
     assert lines[0] == f"{XOR}: 4 points in R^2, classes 0, 1"
     assert any(line.startswith("certified: 4/4 points") for line in lines), r.proc.stdout
     assert any(line.startswith("float64: 4/4 agree") for line in lines), r.proc.stdout
+    # every backend available here, in order, each agreeing on every point without a warning
+    found = float_lines(r.proc.stdout)
+    assert list(found) == list(BACKENDS), r.proc.stdout
+    for b, line in found.items():
+        head, _, margin = line.partition(", min margin ")
+        assert head == f"{b}: 4/4 agree" and float(margin) > 0, line
+    assert "WARNING" not in r.proc.stdout
     assert lines[-2:] == [f"wrote {r.out / 'net.json'}", f"wrote {r.out / 'cert.json'}"]
     assert listing(r.out) == ["cert.json", "net.json"]  # and no temporary file
 
@@ -320,19 +398,24 @@ def test_certify_xor_json_summary(runs):
     s = json.loads(r.proc.stdout)
     expected = {
         "points": 4, "depth_bound": 2, "certified": 4, "all_certified": True, "dim": 2,
-        "classes": [0, 1], "duplicates_merged": 0, "eps": "0", "method": "pma",
+        "classes": [0, 1], "duplicates_merged": 0, "eps": "0", "method": "runs",
         "net": None, "certificate": None, "data": str(XOR),
     }  # fmt: skip
     assert {k: s[k] for k in expected} == expected
     assert s["depth"] in (1, 2)
     # the same deterministic construction, certified in this process
     points = lncapacity.load_points(XOR)
-    margin = lncapacity.certify(lncapacity.build(points), points).min_margin
+    margin = lncapacity.certify(lncapacity.build(points, method=s["method"]), points).min_margin
     assert s["min_certified_margin"] == margin > 0
-    assert set(s["float"]) == {"float64", "float32"}
-    for check in s["float"].values():
+    assert list(s["float"]) == list(BACKENDS)  # "float64", "float32", then the torch ones
+    for name, check in s["float"].items():
         assert (check["agree"], check["total"]) == (4, 4)
         assert check["min_margin"] > 0
+        assert check["min_margin"] == pytest.approx(margin, rel=1e-5)
+        assert 0 < check["max_abs_score"] < 10
+        assert check["library"] == ("torch" if name in TORCH_BACKENDS else "numpy")
+        assert check["dtype"] == name.removeprefix("torch-")
+        assert check["warning"] is None
     assert listing(r.out) == []
 
 
@@ -442,6 +525,7 @@ def test_verify_against_data_with_other_features(verify_runs):
 def test_single_class_float_margin_is_null(runs):
     s = json.loads(runs["single-class"].proc.stdout)
     assert [c["min_margin"] for c in s["float"].values()] == [None, None]
+    assert [c["warning"] for c in s["float"].values()] == [None, None]
 
 
 def test_failed_certificate_is_not_called_one_class(verify_runs):
@@ -466,3 +550,81 @@ def test_command_line_does_not_import_sklearn(runs):
     r = runs["cli-imports"]
     assert r.proc.returncode == 0, r.proc.stderr
     assert r.proc.stdout.strip() == "False"
+
+
+# ---------------------------------------------------------------------------
+# float backends: all of them, and warnings a user can act on
+
+
+def test_torch_backends_are_reported_when_torch_is_installed(runs):
+    pytest.importorskip("torch")
+    assert set(TORCH_BACKENDS) <= set(BACKENDS)
+    text = runs["xor"].proc.stdout
+    assert "torch-float64: 4/4 agree" in text and "torch-float32: 4/4 agree" in text
+    s = json.loads(runs["xor-json"].proc.stdout)
+    assert set(TORCH_BACKENDS) <= set(s["float"])
+
+
+def test_tiny_margin_and_misclassification_warnings(verify_runs):
+    r = verify_runs["tiny-margin"]
+    assert r.proc.returncode == 0, r.proc.stderr  # the exact certificate holds
+    assert r.proc.stderr == ""
+    assert "certified: 2/2 points" in r.proc.stdout
+    found = float_lines(r.proc.stdout)
+    assert list(found) == ["float64", "float32"]  # the wording is the same for torch's
+    for name, line in found.items():
+        if name == "float64":  # right, by 2^-30 = 9.3e-10 of the largest score 1
+            assert line == (
+                f"{name}: 2/2 agree, min margin 9.313e-10  WARNING: {name} margin near float "
+                "resolution (9.3e-10 of the largest |score|; rounding may flip points)"
+            )
+        else:
+            assert line == (  # a tie at x = 1: a float margin of 0, no "> 0" as for certificates
+                f"{name}: 1/2 agree, min margin 0  WARNING: {name} misclassifies 1 of 2 points "
+                "(the exact certificate still holds; the net is too deep/too fine for this "
+                "precision)"
+            )
+
+
+def test_overflow_is_reported_as_misclassification_without_runtime_warnings(verify_runs):
+    r = verify_runs["overflow"]
+    assert r.proc.returncode == 0, r.proc.stderr
+    assert r.proc.stderr == ""  # no RuntimeWarning from NumPy (PyTorch's: tests/test_floats.py)
+    s = json.loads(r.proc.stdout)
+    assert s["all_certified"] is True
+    assert list(s["float"]) == ["float64", "float32"]
+    for name, c in s["float"].items():
+        if c["dtype"] == "float64":
+            assert (c["agree"], c["total"], c["warning"]) == (2, 2, None)
+        else:
+            assert (c["agree"], c["total"], c["min_margin"], c["max_abs_score"]) == (0, 2, 0, 0)
+            assert c["warning"] == (
+                f"{name} misclassifies 2 of 2 points (the exact certificate still holds; "
+                "the net is too deep/too fine for this precision)"
+            )
+
+
+def test_float_option_chooses_the_backends(runs):
+    for name in ("depth-5", "eps"):
+        r = runs[name]
+        assert r.proc.returncode == 0, r.proc.stderr
+        assert list(float_lines(r.proc.stdout)) == ["float64", "float32"]
+
+
+def test_without_torch_only_numpy_backends_run(runs):
+    r = runs["no-torch"]
+    lines = r.proc.stdout.splitlines()
+    assert lines[-1] == "exit codes 0 2", r.proc.stderr
+    s = json.loads("\n".join(lines[:-1]))
+    assert s["all_certified"] is True
+    assert list(s["float"]) == ["float64", "float32"]
+    assert [c["agree"] for c in s["float"].values()] == [4, 4]
+    line = one_error_line(r.proc)
+    assert "--float torch-float32 needs PyTorch: pip install 'lncapacity[torch]'" in line
+
+
+def test_failing_certificate_makes_no_claim_about_it(verify_runs):
+    r = verify_runs["tampered"]
+    for name, line in float_lines(r.proc.stdout).items():
+        assert f"WARNING: {name} misclassifies 2 of 4 points" in line
+        assert "certificate still holds" not in line

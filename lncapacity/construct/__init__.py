@@ -1,7 +1,16 @@
 """Constructions of LN-Nets with exact rational weights (seed 000, Algorithm 1)."""
 
-from .build import METHODS, build
+from .build import DEFAULT_METHOD, METHODS, build
 from .fold import Chain, FoldStep, fold_layer
 from .project import project, runs
 
-__all__ = ["METHODS", "Chain", "FoldStep", "build", "fold_layer", "project", "runs"]
+__all__ = [
+    "DEFAULT_METHOD",
+    "METHODS",
+    "Chain",
+    "FoldStep",
+    "build",
+    "fold_layer",
+    "project",
+    "runs",
+]

@@ -7,7 +7,8 @@ integer or short dyadic entries we keep a valid one with the fewest label runs
 along the line (a fold removes at most one run, so fewer runs never cost layers),
 breaking ties by the smallest gap between neighbours of different labels,
 relative to the spread; directions where that gap is below :data:`RESOLVABLE`
-(float arithmetic could not tell the labels apart) come last.  The moment-curve
+(float arithmetic could not tell the labels apart) come last, and integer
+directions come before dyadic ones that do as well.  The moment-curve
 directions ``(1, k, k^2, ...)`` guarantee termination: for each difference, at
 most ``d - 1`` values of ``k`` are bad.
 """
@@ -64,7 +65,13 @@ def project(
     W = list(_candidates(d, seed, 0 if d == 1 else candidates))
     P = _floats(X) @ _floats(W).T
     labels = np.asarray(y)
-    ranked = sorted(range(len(W)), key=lambda k: _float_score(P[:, k], labels))
+
+    def rank(k: int) -> tuple[bool, int, bool, float]:
+        # short integer weights first when they do as well (readable nets)
+        unresolvable, count, gap = _float_score(P[:, k], labels)
+        return unresolvable, count, any(wi.q != 1 for wi in W[k]), gap
+
+    ranked = sorted(range(len(W)), key=rank)
     for w in itertools.chain((W[k] for k in ranked), _moment_curve(d)):
         t = _dot(w, X)
         if len(set(t)) == m:
