@@ -65,8 +65,8 @@ def merge_runs(chain: Chain, y: Sequence[int], progress: Progress | None = None)
     """Append layers to ``chain`` until at most two label runs remain, one run fewer each."""
     while True:
         rs = certified_runs(chain, y)
-        if rs is None:  # pragma: no cover - the projection's values are exact and distinct
-            raise ConstructionError("the projected values are not separated")
+        if rs is None:  # distinct, but closer than MAX_PRECISION bits can tell
+            raise Unresolvable("the projected values are not separated")
         if progress:
             progress(len(chain.steps), len(chain.steps) + max(0, len(rs) - 2))
         if len(rs) <= 2:
