@@ -391,6 +391,7 @@ def _summary(
         "dim": points.d,
         "classes": list(net.classes),
         "method": net.meta.get("method"),
+        "fallback": net.meta.get("fallback"),  # why runs gave way to pma, if it did
         "eps": str(net.eps),
         "depth": net.depth,
         "folds": net.meta.get("folds"),
@@ -455,6 +456,7 @@ def _text(s: dict[str, Any]) -> str:
             else ""
         )
         + (f", method {s['method']}" if s["method"] else "")
+        + (f" (runs gave way: {s['fallback']})" if s.get("fallback") else "")
         + f", eps {s['eps']}",
         f"certified: {s['certified']}/{s['points']} points"
         + (

@@ -628,3 +628,15 @@ def test_failing_certificate_makes_no_claim_about_it(verify_runs):
     for name, line in float_lines(r.proc.stdout).items():
         assert f"WARNING: {name} misclassifies 2 of 4 points" in line
         assert "certificate still holds" not in line
+
+
+def test_certify_says_when_runs_gave_way_to_pma(tmp_path, capsys):
+    """Labels 10^-26 apart: float64 cannot see them, the net comes from pma, and says so."""
+    from lncapacity.cli import main
+
+    data = tmp_path / "tiny.csv"
+    data.write_text("x,label\n0,0\n1,1\n1.00000000000000000000000001,0\n3,1\n")
+    assert main(["certify", str(data), "--quiet", "--float", "float64"]) == 0
+    out = capsys.readouterr().out
+    assert "method pma (runs gave way: layer 1: no fold" in out, out
+    assert "certified: 4/4 points" in out and "WARNING: float64 misclassifies" in out

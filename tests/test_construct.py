@@ -241,5 +241,5 @@ def test_runs_falls_back_to_pma_below_float_resolution():
     X = [[0], [1], [1 + fmpq(1, 2**60)], [1 + fmpq(1, 2**59)], [3]]
     y = [0, 1, 0, 1, 0]
     net = build(X, y)
-    assert net.meta["method"] == "pma" and "float" in net.meta["fallback"]
+    assert net.meta["method"] == "pma" and "float64" in net.meta["fallback"]
     assert certify(net, X, y).all_certified

@@ -83,7 +83,7 @@ def build(
     except Unresolvable as e:
         # the data is finer than float64 can see: the paper's construction, which
         # needs no float search, still gives a certified net (not a float-faithful one)
-        meta.update(method="pma", fallback=f"runs: {e}")
+        meta.update(method="pma", fallback=str(e))
         pma(chain, y01, progress)
     needed = len(chain.steps)
     if depth is not None:
