@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from fractions import Fraction
@@ -34,6 +35,7 @@ __all__ = [
     "parse_rational",
     "precision",
     "shown",
+    "to_float",
 ]
 
 
@@ -56,10 +58,10 @@ _FRACTION = re.compile(r"([+-]?[0-9]+)/([0-9]+)")
 _DECIMAL = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?")
 
 
-def shown(text: str, limit: int = 40) -> str:
-    """``repr(text)``, cut to about ``limit`` characters: error messages never echo a whole file."""
-    r = repr(text)
-    return r if len(r) <= limit else f"{r[: limit - 3]}... ({len(text)} characters)"
+def shown(value: object, limit: int = 40) -> str:
+    """``repr(value)``, cut to about ``limit`` characters: errors never echo a whole file."""
+    r = repr(value)
+    return r if len(r) <= limit else f"{r[: limit - 3]}... ({len(r)} characters)"
 
 
 def exact(x: object) -> fmpq:
@@ -125,6 +127,15 @@ def parse_rational(text: str, *, decimals: bool = False) -> fmpq:
     if exponent >= 0:
         return fmpq(mantissa * 10**exponent)
     return fmpq(mantissa, 10 ** (-exponent))
+
+
+def to_float(q: fmpq) -> float:
+    """``q`` correctly rounded to a float; ``±inf`` beyond the float range (never raises)."""
+    p, r = int(q.p), int(q.q)
+    try:
+        return p / r  # int true division rounds correctly
+    except OverflowError:
+        return math.inf if p > 0 else -math.inf
 
 
 def format_rational(q: fmpq) -> str:
@@ -200,7 +211,9 @@ def lower_bound_float(x: arb) -> float:
         return -math.inf
     with precision(128):  # lower() rounds down to the working precision
         lo = arb_to_fmpq(x.lower())
-    f = float(lo)
+    f = to_float(lo)
+    if f == math.inf:  # beyond the float range: the largest float is still a lower bound
+        return sys.float_info.max
     if fmpq(Fraction(f).numerator, Fraction(f).denominator) > lo:
         f = math.nextafter(f, -math.inf)
     return f

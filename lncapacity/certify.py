@@ -22,7 +22,7 @@ from typing import Any
 
 from flint import arb, fmpq
 
-from .arith import exact, json_float, lower_bound_float, precision
+from .arith import exact, json_float, lower_bound_float, precision, shown
 from .data import PointSet, points_from_arrays
 from .errors import InputError
 from .model import Label, LNNet
@@ -162,7 +162,10 @@ def decide(net: LNNet[fmpq], x: Sequence[object], max_precision: int = MAX_PRECI
     Raises :class:`ArithmeticError` when ``x`` is on (or within rounding of) a
     decision boundary at ``max_precision`` bits.
     """
-    row = tuple(exact(v) for v in x)
+    try:
+        row = tuple(exact(v) for v in x)
+    except (ValueError, TypeError) as e:
+        raise InputError(f"cannot classify {shown(list(x))}: {e}") from None
     if len(row) != net.input_dim:
         raise InputError(f"the net takes {net.input_dim} features, got {len(row)}")
     scores = _evaluator(net)

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from flint import fmpq
 
-from .arith import exact
+from .arith import exact, to_float
 from .errors import InputError
 from .model import Label
 
@@ -88,16 +88,8 @@ class PointSet:
         """``X`` as a new float64 array of shape ``(m, d)``, each entry correctly rounded."""
         out = np.empty((self.m, self.d), dtype=np.float64)
         for i, row in enumerate(self.X):
-            out[i] = [_to_float(v) for v in row]
+            out[i] = [to_float(v) for v in row]
         return out
-
-
-def _to_float(q: fmpq) -> float:
-    p, r = int(q.p), int(q.q)
-    try:
-        return p / r  # int true division rounds correctly
-    except OverflowError:
-        return math.inf if p > 0 else -math.inf
 
 
 # ---------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -38,7 +39,7 @@ from typing import Any
 
 from flint import fmpq
 
-from .arith import format_rational, parse_rational
+from .arith import format_rational, parse_rational, shown
 from .errors import InputError
 from .model import Affine, LNNet
 
@@ -97,7 +98,7 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
 
     def number(v: Any, where: str) -> fmpq:
         if not isinstance(v, str):
-            raise fail(where, f'numbers are strings "p/q" or "n", got {json.dumps(v)}')
+            raise fail(where, f'numbers are strings "p/q" or "n", got {shown(json.dumps(v))}')
         try:
             return parse_rational(v)
         except ValueError as e:
@@ -107,6 +108,8 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
         v = obj.get(key)
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise fail(key, "must be a positive integer")
+        if v > MAX_WIDTH:
+            raise fail(key, f"{v} is beyond the limit of {MAX_WIDTH}")
         return v
 
     def affine(a: Any, where: str) -> Affine[fmpq]:
@@ -128,11 +131,15 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
     if not isinstance(obj, Mapping):
         raise InputError(f"{source}: not an lnnet/1 object")
     if obj.get("format") != FORMAT:
-        raise fail("format", f"expected {FORMAT!r}, got {obj.get('format')!r}")
+        raise fail("format", f"expected {FORMAT!r}, got {shown(obj.get('format'))}")
     layers = obj.get("layers")
     if not isinstance(layers, list):
         raise fail("layers", "must be a list")
+    if len(layers) > MAX_DEPTH:
+        raise fail("layers", f"{len(layers)} layers, beyond the limit of {MAX_DEPTH}")
     classes = obj.get("classes")
+    if isinstance(classes, list) and len(classes) > MAX_WIDTH:
+        raise fail("classes", f"{len(classes)} classes, beyond the limit of {MAX_WIDTH}")
     if not isinstance(classes, list) or not all(
         isinstance(c, (int, str)) and not isinstance(c, bool) for c in classes
     ):
@@ -247,18 +254,73 @@ def save(net: LNNet[fmpq], path: str | os.PathLike[str]) -> None:
     write_atomic(path, dumps(to_dict(net)))
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in d:
+            raise _DuplicateKey(key)
+        d[key] = value
+    return d
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_json(text: str | bytes, source: str) -> Any:
+    """``json.loads`` for files this package reads: strict, and one-line errors.
+
+    Duplicate keys (``{"a": 1, "a": 2}``), ``NaN``/``Infinity``, integers of more
+    than 4300 digits and nesting deeper than Python's recursion limit raise
+    :class:`InputError` naming ``source``.
+    """
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{source}: not JSON ({e.msg} at line {e.lineno})") from None
+    except _DuplicateKey as e:
+        raise InputError(f"{source}: not JSON (duplicate key {shown(str(e))})") from None
+    except RecursionError:
+        raise InputError(f"{source}: not JSON (nested too deeply)") from None
+    except (ValueError, UnicodeDecodeError) as e:  # e.g. an integer beyond 4300 digits
+        raise InputError(f"{source}: not JSON ({shown(str(e), 80)})") from None
+
+
+MAX_FILE_BYTES = 64 << 20
+"""Largest ``lnnet/1`` file :func:`load` reads (64 MiB; a depth-10,000 net takes about 3 MB)."""
+
+MAX_DEPTH = 10_000
+"""Most LayerNorm layers in a net that is read."""
+
+MAX_WIDTH = 1_000
+"""Largest width, input dimension or number of classes in a net that is read."""
+
+
 def load(path: str | os.PathLike[str]) -> LNNet[fmpq]:
-    """Read an ``lnnet/1`` file; a missing or malformed file raises :class:`InputError`."""
+    """Read an ``lnnet/1`` file; a missing, malformed or oversized file raises :class:`InputError`.
+
+    Limits: :data:`MAX_FILE_BYTES`, :data:`MAX_DEPTH`, :data:`MAX_WIDTH` and
+    :data:`lncapacity.arith.MAX_DIGITS` digits per number.
+    """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{p}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+        with open(p, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise InputError(f"{p}: cannot read: not a regular file")
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise InputError(f"{p}: cannot read: {e.strerror or e}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise InputError(f"{p}: larger than the limit of {MAX_FILE_BYTES >> 20} MiB for a net")
     try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"{p}: not JSON ({e.msg} at line {e.lineno})") from None
-    return from_dict(obj, str(p))
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{p}: cannot read: not UTF-8 ({e.reason})") from None
+    return from_dict(parse_json(text, str(p)), str(p))
 
 
 def publish(tmp: str, path: Path) -> None:
