@@ -117,7 +117,7 @@ def certify(
     chunks = [jobs[i : i + CHUNK] for i in range(0, len(jobs), CHUNK)]
     results: list[tuple[int, bool, float, int]] = []
     tasks = ((net, chunk, max_precision) for chunk in chunks)
-    for part in imap(_certify_chunk, tasks, workers if len(chunks) > 1 else 1):
+    for part in imap(_certify_chunk, tasks, min(workers, len(chunks))):
         results += part
         if progress:
             progress(len(results), points.m)

@@ -69,7 +69,10 @@ def _parser() -> argparse.ArgumentParser:
             )
         if workers:
             q.add_argument(
-                "--workers", type=int, metavar="N", help="processes (default: all cores)"
+                "--workers",
+                type=_positive,
+                metavar="N",
+                help="processes (default: all cores; never more than there are chunks of work)",
             )
         q.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
         q.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -146,6 +149,16 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text[:40]!r}")
+    return n
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -183,7 +196,7 @@ def _run(label: str, quiet: bool, f: Callable[[Bar], Any]) -> tuple[Any, float]:
 
 
 def cmd_certify(args: argparse.Namespace) -> int:
-    _check_outputs(args.out, args.certificate)
+    fileformat.check_outputs({"--out": args.out, "--certificate": args.certificate}, [args.data])
     if args.float is not None:  # checked now; the default imports PyTorch, later
         _float_backends(args.float)
     points = load_points(args.data)
@@ -220,15 +233,8 @@ def _float_backends(option: str | None) -> tuple[str, ...]:
     return names
 
 
-def _check_outputs(*paths: str | None) -> None:
-    """Fail before any long computation if an output cannot be written."""
-    for path in paths:
-        if path:
-            fileformat.check_writable(path)
-
-
 def cmd_verify(args: argparse.Namespace) -> int:
-    _check_outputs(args.certificate)
+    fileformat.check_outputs({"--certificate": args.certificate}, [args.net, args.data])
     if args.float is not None:  # checked now; the default imports PyTorch, later
         _float_backends(args.float)
     net = fileformat.load(args.net)
@@ -239,14 +245,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_shatter(args: argparse.Namespace) -> int:
     from .shatter import labels_of, random_points, shatter
 
+    out = f"shatter-L{args.depth}.jsonl" if args.out is None else args.out
+    fileformat.check_outputs({"--out": out}, [args.points] if args.points else [])
     X = None if args.points is None else load_points(args.points).X
     if args.random is not None or (args.search and X is None):
         if X is not None:
             raise InputError("--points and --random exclude each other")
         X = random_points(args.random or args.depth + 3, args.dim, args.seed)
     search = {"restarts": args.restarts} if args.search else None
-    out = args.out or f"shatter-L{args.depth}.jsonl"
-    _check_outputs(out)
     summary, _ = _run(
         "shattering",
         args.quiet,

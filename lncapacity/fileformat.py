@@ -49,12 +49,15 @@ __all__ = [
     "FORMAT",
     "U",
     "V",
+    "check_outputs",
     "check_writable",
     "dumps",
     "from_dict",
     "from_gadget",
     "gadget_affine",
     "load",
+    "output_target",
+    "parse_json",
     "read_vector",
     "save",
     "to_dict",
@@ -331,16 +334,75 @@ def publish(tmp: str, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def output_target(path: str | os.PathLike[str]) -> Path:
+    """Where writing ``path`` puts the file: a symbolic link is followed to its target.
+
+    Outputs are written through links (the link stays a link; its target gets the
+    new content, atomically).  Raises :class:`InputError` for an empty name.
+    """
+    if not os.fspath(path):
+        raise InputError("an output file name is empty")
+    return Path(os.path.realpath(path))
+
+
 def check_writable(path: str | os.PathLike[str]) -> None:
-    """Raise :class:`InputError` now if ``path`` cannot be written later."""
+    """Raise :class:`InputError` now if ``path`` cannot be written later.
+
+    The target (see :func:`output_target`) must be a regular file or not exist
+    yet, in a writable folder: a FIFO, a device (``/dev/null``), a socket or a
+    folder is refused, never replaced by a regular file.
+    """
     p = Path(path)
-    folder = p.parent if str(p.parent) else Path(".")
-    if p.is_dir():
+    target = output_target(path)
+    folder = target.parent
+    try:
+        mode = target.stat().st_mode if os.path.lexists(target) else None
+    except OSError as e:
+        raise InputError(f"{p}: cannot write: {e.strerror}") from None
+    if mode is not None and stat.S_ISDIR(mode):
         raise InputError(f"{p}: is a directory")
+    if mode is not None and not stat.S_ISREG(mode):
+        raise InputError(f"{p}: not a regular file (a FIFO, device or socket is never replaced)")
     if not folder.is_dir():
-        raise InputError(f"{p}: no such folder {str(folder)!r}")
+        raise InputError(f"{p}: no such folder {str(p.parent or '.')!r}")
     if not os.access(folder, os.W_OK):
         raise InputError(f"{p}: folder not writable")
+
+
+def check_outputs(
+    outputs: Mapping[str, str | os.PathLike[str] | None],
+    inputs: Sequence[str | os.PathLike[str]] = (),
+) -> None:
+    """Before any work: every output writable, none the same file as an input or another output.
+
+    ``outputs`` maps an option name (``"--out"``) to its path (``None``: not asked
+    for).  Sameness is by the file itself (:func:`os.path.samefile`: links and
+    hard links included) and by the resolved name (for files not written yet).
+    Raises :class:`InputError` (one line) for the first problem.
+    """
+    seen: dict[Path, str] = {}
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        if not os.fspath(path):
+            raise InputError(f"{option}: the file name is empty")
+        check_writable(path)
+        target = output_target(path)
+        for name in inputs:
+            if _same_file(target, name):
+                raise InputError(f"{option} {path}: is the input {name}; it would be overwritten")
+        if target in seen:
+            raise InputError(f"{seen[target]} and {option} name the same file {path}")
+        seen[target] = option
+
+
+def _same_file(target: Path, other: str | os.PathLike[str]) -> bool:
+    if target == Path(os.path.realpath(other)):
+        return True
+    try:
+        return os.path.samefile(target, other)
+    except OSError:  # one of them does not exist (yet)
+        return False
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:
@@ -352,14 +414,15 @@ def write_all_atomic(files: Sequence[tuple[str | os.PathLike[str], str]]) -> Non
     """Write several files so that either all of them appear or none does.
 
     Each goes to a temporary file in its own folder first; only when every one
-    is complete are they renamed into place.
+    is complete are they renamed into place.  A path that is a symbolic link is
+    written through (its target is replaced; the link stays).
     """
     done: list[tuple[str, Path]] = []
     p = Path(".")
     try:
         for path, text in files:
-            p = Path(path)
-            fd, tmp = tempfile.mkstemp(dir=p.parent or ".", prefix=f".{p.name}.", suffix=".tmp")
+            p = output_target(path)  # through a symbolic link, to its target
+            fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
             done.append((tmp, p))
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text)

@@ -50,13 +50,25 @@ from .arith import exact, format_rational, json_float, parse_rational, shown
 from .certify import certify
 from .data import PointSet
 from .errors import InputError
-from .fileformat import MAX_WIDTH, from_dict, from_gadget, parse_json, publish, to_dict, to_gadget
+from .fileformat import (
+    MAX_WIDTH,
+    from_dict,
+    from_gadget,
+    output_target,
+    parse_json,
+    publish,
+    to_dict,
+    to_gadget,
+)
 from .model import Affine, LNNet
 from .parallel import imap
 
 FORMAT = "lnnet-shatter/1"
 CLASSES = (0, 1)
 CHUNK = 64
+MAX_POINTS = 24
+"""Most points :func:`shatter` and :func:`verify_shatter` take: ``2^24`` labelings (the file has
+``2^23 + 2`` lines).  A header claiming more is refused before anything is allocated."""
 
 Progress = Callable[[int, int], None]
 
@@ -101,6 +113,10 @@ def random_points(n: int, dim: int, seed: int) -> list[tuple[fmpq, ...]]:
     """``n`` distinct random points, coordinates multiples of 1/16 in ``[-5/2, 5/2]``."""
     if n < 1 or dim < 1:
         raise InputError("--random and --dim must be positive")
+    if n > MAX_POINTS:
+        raise InputError(f"--random {n}: beyond the limit of {MAX_POINTS} points (2^{n} labelings)")
+    if dim < 2 and n > 81:  # 81 multiples of 1/16 in [-5/2, 5/2]
+        raise InputError(f"--random {n} --dim {dim}: only 81 distinct points exist")
     rng, pts = random.Random(seed), []
     while len(pts) < n:
         p = tuple(fmpq(rng.randint(-40, 40), 16) for _ in range(dim))
@@ -280,7 +296,7 @@ class _writer:
     """JSON Lines to a temporary file, renamed into place on success (gzip for ``.gz``)."""
 
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
-        self.path = None if path is None else Path(path)
+        self.path = None if path is None else output_target(path)
         self.keep = True
 
     def __enter__(self) -> tuple[Callable[[Any], None], Callable[[], None]]:
@@ -312,10 +328,6 @@ class _writer:
         else:
             Path(self.tmp).unlink(missing_ok=True)
 
-
-MAX_POINTS = 24
-"""Most points :func:`shatter` and :func:`verify_shatter` take: ``2^24`` labelings (the file has
-``2^23 + 2`` lines).  A header claiming more is refused before anything is allocated."""
 
 MAX_LINE_BYTES = 16 << 20
 """Longest line of a shattering certificate that is read (16 MiB)."""
