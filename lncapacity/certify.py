@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,10 +118,11 @@ def certify(
     chunks = [jobs[i : i + CHUNK] for i in range(0, len(jobs), CHUNK)]
     results: list[tuple[int, bool, float, int]] = []
     tasks = ((net, chunk, max_precision) for chunk in chunks)
-    for part in imap(_certify_chunk, tasks, min(workers, len(chunks))):
-        results += part
-        if progress:
-            progress(len(results), points.m)
+    with closing(imap(_certify_chunk, tasks, min(workers, len(chunks)))) as parts:
+        for part in parts:
+            results += part
+            if progress:
+                progress(len(results), points.m)
     results.sort()
     return Certificate(
         tuple(PointResult(k, points.y[k], ok, margin, prec) for k, ok, margin, prec in results)

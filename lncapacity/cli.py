@@ -1,8 +1,9 @@
 """The ``lncapacity`` command line: a thin layer over the library.
 
 Exit codes: 0 success; 2 bad input, or a certificate that fails; 1 an internal
-error (a bug: please report it).  Output files are written atomically and only
-after every check has passed.
+error (a bug: please report it); 128 + the signal's number when interrupted (130
+Ctrl-C/SIGINT, 143 SIGTERM, 129 SIGHUP), leaving no partial file and no worker.
+Output files are written atomically and only after every check has passed.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -159,8 +161,37 @@ def _positive(text: str) -> int:
     return n
 
 
+class Interrupted(KeyboardInterrupt):
+    """A termination signal (SIGTERM, SIGHUP) turned into an exception, as Ctrl-C is."""
+
+    def __init__(self, signo: int) -> None:
+        super().__init__(signo)
+        self.signo = signo
+
+
+def _raise_interrupted(signo: int, _frame: object) -> None:
+    raise Interrupted(signo)
+
+
+STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
+"""Signals that stop a run as Ctrl-C (SIGINT) does: temporary files removed, workers stopped,
+one line, exit code 128 + the signal's number (130 SIGINT, 143 SIGTERM, 129 SIGHUP)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    try:
+        previous = {s: signal.signal(s, _raise_interrupted) for s in STOP_SIGNALS}
+    except ValueError:  # not the main thread: leave the signals alone
+        previous = {}
+    try:
+        return _main(args)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         return COMMANDS[args.command](args)
     except InputError as e:
@@ -169,9 +200,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConstructionError as e:
         print(f"lncapacity: construction failed: {e}", file=sys.stderr)
         return EXIT_INTERNAL
-    except KeyboardInterrupt:
-        print("lncapacity: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        signo = e.signo if isinstance(e, Interrupted) else signal.SIGINT
+        print(f"lncapacity: interrupted ({signal.Signals(signo).name})", file=sys.stderr)
+        return 128 + signo
     except BrokenPipeError:  # e.g. `lncapacity certify ... --json | head`: the reader left
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK

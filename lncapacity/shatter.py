@@ -39,6 +39,7 @@ import time
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -257,10 +258,11 @@ def shatter(
         for i in range(0, len(canonical), CHUNK)
     )
     start = time.perf_counter()
-    with _writer(out) as (write, discard):
+    chunks = -(-len(canonical) // CHUNK)
+    pool = min(workers or os.cpu_count() or 1, chunks)
+    with _writer(out) as (write, discard), closing(imap(_shatter_chunk, tasks, pool)) as results:
         write(header)
-        chunks = -(-len(canonical) // CHUNK)
-        for records in imap(_shatter_chunk, tasks, min(workers or os.cpu_count() or 1, chunks)):
+        for records in results:
             for rec in records:
                 if "error" in rec:
                     if search is not None:
@@ -600,16 +602,17 @@ def verify_shatter(
     start = time.perf_counter()
     pairs = 1 << (m - 1)
     pool = workers or os.cpu_count() or 1
-    for results in imap(_verify_chunk, batches(), min(pool, -(-pairs // CHUNK))):
-        for k, ok, margin, reason in results:
-            if ok:
-                summary.certified += 1
-                summary.min_margin = min(summary.min_margin, margin)
-            else:
-                summary.failures.append(k)
-                problems.append(f"labeling {k}: {reason}")
-        if progress:
-            progress(summary.certified + len(summary.failures), summary.labelings)
+    with closing(imap(_verify_chunk, batches(), min(pool, -(-pairs // CHUNK)))) as chunks:
+        for results in chunks:
+            for k, ok, margin, reason in results:
+                if ok:
+                    summary.certified += 1
+                    summary.min_margin = min(summary.min_margin, margin)
+                else:
+                    summary.failures.append(k)
+                    problems.append(f"labeling {k}: {reason}")
+            if progress:
+                progress(summary.certified + len(summary.failures), summary.labelings)
     summary.seconds = time.perf_counter() - start
     if missing := 2 * (pairs - placed):
         problems.append(f"{missing} labelings missing")
