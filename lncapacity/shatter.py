@@ -223,10 +223,13 @@ def shatter(
             f"depth {depth} takes {depth + 2} points, beyond the limit of {MAX_POINTS}"
         )
     try:
-        points = default_points(depth) if X is None else [tuple(exact(v) for v in x) for x in X]
         eps_q = exact(eps)
     except (ValueError, TypeError) as e:
-        raise InputError(f"points and eps must be finite numbers: {e}") from None
+        raise InputError(f"eps must be a finite number: {e}") from None
+    try:
+        points = default_points(depth) if X is None else [tuple(exact(v) for v in x) for x in X]
+    except (ValueError, TypeError) as e:
+        raise InputError(f"the points must have finite coordinates: {e}") from None
     m = len(points)
     if m != depth + 2 and (search is None or m < depth + 2):
         want = f"at least {depth + 2}" if search is not None else str(depth + 2)
@@ -413,7 +416,7 @@ def _read_header(obj: Any, path: object) -> _Header:
     if not 1 <= d <= MAX_WIDTH or any(len(x) != d for x in points):
         raise bad(f"the points must all have the same number (1 to {MAX_WIDTH}) of coordinates")
     if obj["input_dim"] != d or not _is_int(obj["input_dim"]):
-        raise bad(f"input_dim {shown(obj['input_dim'])} but the points have {d} coordinates")
+        raise bad(f"input_dim {shown(obj['input_dim'])} but the points have dimension {d}")
     if not _is_int(obj["labelings"]) or obj["labelings"] != 1 << len(points):
         raise bad(f"labelings must be 2^{len(points)}, got {shown(obj['labelings'])}")
     if obj["classes"] != list(CLASSES) or not all(_is_int(c) for c in obj["classes"]):
