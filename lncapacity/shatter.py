@@ -290,7 +290,7 @@ def shatter(
 
 
 def _tally(summary: ShatterSummary, k: int, margins: Sequence[float | None]) -> None:
-    if all(x is not None and x > 0 for x in margins):
+    if all(x is not None and x >= 0 for x in margins):  # -inf (None): not certified
         summary.certified += 1
         summary.min_margin = min(summary.min_margin, *margins)  # type: ignore[arg-type]
     else:
@@ -438,8 +438,10 @@ def _is_int(v: object) -> bool:
 
 
 def _is_margin(v: object) -> bool:
-    """A claimed margin: a finite positive JSON number (never a bool, NaN or infinity)."""
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < math.inf
+    """A claimed margin: a finite JSON number >= 0 (never a bool, NaN or infinity).
+
+    0 is a certified margin below the smallest float, rounded down."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < math.inf
 
 
 def _record_problem(rec: Any, header: _Header) -> str | None:
@@ -460,7 +462,7 @@ def _record_problem(rec: Any, header: _Header) -> str | None:
         return f"labeling {k}: its complement is {k ^ mask}, not {shown(comp['labeling'])}"
     for margins in (rec["margins"], comp["margins"]):
         if not isinstance(margins, list) or len(margins) != m or not all(map(_is_margin, margins)):
-            return f"labeling {k}: margins must be {m} finite positive numbers"
+            return f"labeling {k}: margins must be {m} finite numbers >= 0"
     folds = rec["folds"]
     if "lnnet" in rec:
         if folds != "search":
@@ -528,7 +530,7 @@ def _verify_chunk(args: tuple[_Header, list[dict]]) -> list[tuple[int, bool, flo
             except (ArithmeticError, ValueError) as e:  # e.g. a zero division in a forged net
                 out.append((j, False, -math.inf, f"cannot be evaluated ({shown(str(e), 60)})"))
                 continue
-            if not all(math.isfinite(x) and x > 0 for x in margins):
+            if not all(math.isfinite(x) and x >= 0 for x in margins):
                 out.append((j, False, -math.inf, "not certified"))
             elif any(c > x for c, x in zip(claimed, margins, strict=True)):
                 out.append((j, False, min(margins), "a claimed margin exceeds the certified bound"))
@@ -551,7 +553,7 @@ def verify_shatter(
     unreadable, corrupt or oversized file (:data:`MAX_POINTS`,
     :data:`MAX_LINE_BYTES`).  Every record must be in its place (labelings
     ``0, 2, 4, ...`` once each, in order, each with its complement) with ``m``
-    finite positive claimed margins per labeling; its net must have the claimed
+    finite claimed margins >= 0 per labeling; its net must have the claimed
     architecture (width 3, exactly ``depth`` layers, the header's inputs, ``eps``
     and classes); both labelings are certified from scratch and no claimed
     margin may exceed the certified bound.  The summary line must restate
