@@ -343,8 +343,8 @@ def cmd_verify_shatter(args: argparse.Namespace) -> int:
             f"({summary.seconds:.1f} s)"
         )
     if not ok:
-        more = f" and {len(problems) - 5} more" if len(problems) > 5 else ""
-        print(f"lncapacity: error: {'; '.join(problems[:5])}{more}", file=sys.stderr)
+        more = f" and {len(problems) - 3} more" if len(problems) > 3 else ""
+        print(f"lncapacity: error: {'; '.join(problems[:3])}{more}", file=sys.stderr)
         return EXIT_BAD
     return EXIT_OK
 
