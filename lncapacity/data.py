@@ -19,6 +19,7 @@ import io
 import math
 import os
 import re
+import tokenize
 import zipfile
 import zlib
 from collections.abc import Sequence
@@ -302,6 +303,21 @@ def _np_open(path: Path, name: str) -> io.BufferedReader:
         raise _err(name, f"cannot read ({e.strerror or e})") from None
 
 
+# what NumPy's reader raises on a damaged file (its header is parsed as a Python literal)
+_BAD_NPY = (
+    ValueError,
+    OSError,
+    EOFError,
+    SyntaxError,
+    TypeError,
+    KeyError,
+    RecursionError,
+    tokenize.TokenError,
+    zipfile.BadZipFile,
+    zlib.error,
+)
+
+
 def _npy_header_fits(f: Any, available: int, name: str, npz: bool = False) -> None:
     """Refuse, before anything is allocated, an ``.npy`` header whose array is bigger than the
     ``available`` bytes that follow it (a header claiming 10^12 rows in a small file)."""
@@ -312,7 +328,7 @@ def _npy_header_fits(f: Any, available: int, name: str, npz: bool = False) -> No
             shape, _, dtype = np.lib.format.read_array_header_1_0(f)
         else:
             shape, _, dtype = np.lib.format.read_array_header_2_0(f)
-    except (ValueError, OSError, EOFError, SyntaxError, TypeError):
+    except _BAD_NPY:
         raise _err(name, "not a valid .npy file") from None
     count = math.prod(shape)
     need = count * dtype.itemsize
@@ -339,7 +355,7 @@ def _np_load(f: io.BufferedReader, name: str, kind: str) -> Any:
         f.seek(0)
     try:
         return np.load(f, allow_pickle=False)
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
+    except _BAD_NPY as e:
         if "Object arrays" in str(e):
             raise _err(name, _OBJECTS) from None
         raise _err(name, f"not a valid {kind} file") from None
@@ -393,7 +409,7 @@ def _npz_get(z: Any, key: str, name: str) -> np.ndarray:
         if "Object arrays" in str(e):
             raise _err(name, f"array {key!r} {_OBJECTS}") from None
         raise _err(name, f"array {key!r} is not a valid array") from None
-    except (OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error):
+    except _BAD_NPY:
         raise _err(name, f"array {key!r} is not a valid array") from None
 
 
