@@ -231,7 +231,13 @@ def cmd_certify(args: argparse.Namespace) -> int:
     fileformat.check_outputs({"--out": args.out, "--certificate": args.certificate}, [args.data])
     if args.float is not None:  # checked now; the default imports PyTorch, later
         _float_backends(args.float)
+    if args.depth is not None and args.depth > fileformat.MAX_DEPTH:
+        raise InputError(f"--depth {args.depth}: beyond the limit of {fileformat.MAX_DEPTH} layers")
     points = load_points(args.data)
+    if points.d > fileformat.MAX_INPUT_DIM:
+        raise InputError(
+            f"{points.source}: {points.d} features, beyond the limit of {fileformat.MAX_INPUT_DIM}"
+        )
     net, t_build = _run(
         "folding",
         args.quiet,

@@ -107,12 +107,12 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
         except ValueError as e:
             raise fail(where, str(e)) from None
 
-    def integer(key: str) -> int:
+    def integer(key: str, limit: int) -> int:
         v = obj.get(key)
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise fail(key, "must be a positive integer")
-        if v > MAX_WIDTH:
-            raise fail(key, f"{v} is beyond the limit of {MAX_WIDTH}")
+        if v > limit:
+            raise fail(key, f"{v} is beyond the limit of {limit}")
         return v
 
     def affine(a: Any, where: str) -> Affine[fmpq]:
@@ -151,8 +151,8 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
     if not isinstance(meta, Mapping):
         raise fail("meta", "must be an object")
     fields = dict(
-        input_dim=integer("input_dim"),
-        width=integer("width"),
+        input_dim=integer("input_dim", MAX_INPUT_DIM),
+        width=integer("width", MAX_WIDTH),
         eps=number(obj.get("eps"), "eps"),
         layers=tuple(affine(a, f"layers[{i}]") for i, a in enumerate(layers)),
         readout=affine(obj.get("readout"), "readout"),
@@ -300,13 +300,17 @@ MAX_DEPTH = 10_000
 """Most LayerNorm layers in a net that is read."""
 
 MAX_WIDTH = 1_000
-"""Largest width, input dimension or number of classes in a net that is read."""
+"""Largest width or number of classes of a net that is read."""
+
+MAX_INPUT_DIM = 100_000
+"""Largest input dimension of a net that is read (``certify`` refuses wider data: its net could
+not be read back)."""
 
 
 def load(path: str | os.PathLike[str]) -> LNNet[fmpq]:
     """Read an ``lnnet/1`` file; a missing, malformed or oversized file raises :class:`InputError`.
 
-    Limits: :data:`MAX_FILE_BYTES`, :data:`MAX_DEPTH`, :data:`MAX_WIDTH` and
+    Limits: :data:`MAX_FILE_BYTES`, :data:`MAX_DEPTH`, :data:`MAX_WIDTH`, :data:`MAX_INPUT_DIM` and
     :data:`lncapacity.arith.MAX_DIGITS` digits per number.
     """
     p = Path(path)

@@ -52,7 +52,7 @@ from .certify import certify
 from .data import PointSet
 from .errors import InputError
 from .fileformat import (
-    MAX_WIDTH,
+    MAX_INPUT_DIM,
     from_dict,
     from_gadget,
     output_target,
@@ -413,8 +413,8 @@ def _read_header(obj: Any, path: object) -> _Header:
     if not all(isinstance(x, list) for x in points):
         raise bad("every point must be a list of numbers")
     d = len(points[0])
-    if not 1 <= d <= MAX_WIDTH or any(len(x) != d for x in points):
-        raise bad(f"the points must all have the same number (1 to {MAX_WIDTH}) of coordinates")
+    if not 1 <= d <= MAX_INPUT_DIM or any(len(x) != d for x in points):
+        raise bad(f"the points must all have one number (1 to {MAX_INPUT_DIM}) of coordinates")
     if obj["input_dim"] != d or not _is_int(obj["input_dim"]):
         raise bad(f"input_dim {shown(obj['input_dim'])} but the points have dimension {d}")
     if not _is_int(obj["labelings"]) or obj["labelings"] != 1 << len(points):
