@@ -402,6 +402,10 @@ PATHS: dict[str, Case] = {
 }
 
 LABELS_NPZ = "labels.npz"
+ONE, ZERO = fmpq(1), fmpq(0)
+DEPTH0_NET = json.dumps(
+    fileformat.to_dict(LNNet(1, 3, ZERO, (), Affine(((ONE,), (-ONE,)), (ZERO, ZERO)), (0, 1)))
+)
 GOOD: dict[str, Case] = {
     # a readout scaled by 10^400: still the same classifier; floats overflow (warned), no crash
     "readout-10^400": Case(
@@ -422,6 +426,12 @@ GOOD: dict[str, Case] = {
         ["certify", "d.csv", "--out", "link.json", *NUMPY],
         {"d.csv": XOR, "target.json": "old"},
         setup=lambda folder: os.symlink("target.json", folder / "link.json"),
+    ),
+    # coordinates near 1e300 with every backend (PyTorch's too): float32 overflows, warned in
+    # the summary line only, never by a RuntimeWarning on stderr
+    "float-overflow-quiet": Case(
+        ["verify", "n.json", "big.csv"],
+        {"n.json": DEPTH0_NET, "big.csv": "x,label\n1e300,0\n-1e300,1\n1e-300,0\n"},
     ),
     # --workers 200 on one chunk of work starts one process, not 200
     "workers-200": Case(["shatter", "--depth", "1", "--workers", "200", "--out", "s.jsonl"]),
@@ -489,6 +499,16 @@ def test_readout_scaled_by_10_400_certifies(runs):
     assert r.proc.returncode == 0, r.proc.stderr
     assert "certified: 4/4 points" in r.proc.stdout
     assert "Traceback" not in r.proc.stderr and "Warning" not in r.proc.stderr
+
+
+def test_float_overflow_is_reported_not_warned(runs):
+    r = runs["float-overflow-quiet"]
+    assert r.proc.returncode == 0, r.proc.stderr
+    assert r.proc.stderr == ""
+    assert "certified: 3/3 points" in r.proc.stdout
+    assert "float64: 3/3 agree" in r.proc.stdout
+    # float32: 1e300 overflows (two wrong points), 1e-300 underflows to 0 (a tie: wrong)
+    assert "float32: 0/3 agree" in r.proc.stdout and "torch-float32: 0/3 agree" in r.proc.stdout
 
 
 def test_csv_and_npz_labels_agree(runs):
