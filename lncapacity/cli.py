@@ -339,7 +339,9 @@ def cmd_verify_shatter(args: argparse.Namespace) -> int:
         lambda bar: verify_shatter(args.certificate, workers=args.workers, progress=bar),
     )
     ok = summary.all_certified and not problems
-    report = summary.to_dict() | {"valid": ok, "problems": problems[:20]}
+    # only what was re-derived: the folds (construction metadata, not certified) are left out
+    report = {k: v for k, v in summary.to_dict().items() if k != "folds_histogram"}
+    report |= {"valid": ok, "problems": problems[:20]}
     if args.json:
         print(json.dumps(report, indent=1))
     else:

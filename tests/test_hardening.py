@@ -540,8 +540,11 @@ def test_workers_capped_to_the_work(runs):
     r = runs["workers-200"]
     assert r.proc.returncode == 0, r.proc.stderr
     assert "8/8 labelings certified" in r.proc.stdout
-    check = run(["verify-shatter", "s.jsonl", "--workers", "200"], r.folder)
+    check = run(["verify-shatter", "s.jsonl", "--workers", "200", "--json"], r.folder)
     assert check.returncode == 0, check.stderr
+    report = json.loads(check.stdout)
+    assert report["valid"] is True and report["certified"] == report["labelings"] == 8
+    assert "folds_histogram" not in report  # construction metadata: not re-derived, not passed on
 
 
 def test_workers_are_capped_in_process(monkeypatch):
