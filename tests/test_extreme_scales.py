@@ -1,10 +1,8 @@
 """Valid point sets at extreme scales: every one certifies (with a float warning where float64
 cannot run the net), through the command line and the Python API, and never crashes.
 
-Exact rationals make every scale representable.  The cases marked ``xfail(strict=True)`` crash
-today inside ``lncapacity/construct/`` (float conversions of raw coordinates; the lead engineer
-is rewriting that package to normalise exactly): the moment the fix lands they pass, ``strict``
-turns that into a failure, and the marker must be removed.  The others pass already.
+Exact rationals make every scale representable: the construction normalises float-unfriendly
+coordinates exactly (``construct.build._normalise``) before its float search.
 """
 
 from __future__ import annotations
@@ -20,24 +18,22 @@ from flint import fmpq
 
 import lncapacity
 
-CONSTRUCT = pytest.mark.xfail(strict=True, reason="construct: exact normalisation (lead)")
 ENV_CMD = [sys.executable, "-m", "lncapacity"]
 
-# name -> (CSV text or an array for .npy, expected to crash in construct today)
-SETS: dict[str, tuple[str | np.ndarray, bool]] = {
-    "tiny-1e-160": ("x,label\n0,0\n1e-160,1\n2e-160,0\n", True),
-    "huge-1e200": ("x,label\n0,0\n1e200,1\n2e200,0\n", True),
-    "beyond-float-1e309": ("x,label\n0,0\n1e309,1\n2e309,0\n", True),
-    "near-1e300": ("x,y,label\n1e300,1,0\n2e300,1,1\n3e300,1,0\n0,0,1\n", True),
-    "near-1e-300": ("x,y,label\n1e-300,1,0\n2e-300,1,1\n3e-300,1,0\n0,0,1\n", True),
-    "below-float-1e-330": ("x,label\n0,0\n1e-330,1\n2e-330,0\n", True),
-    "span-600-orders": ("x,y,label\n1e-300,1e300,0\n1e300,1e-300,1\n0,0,0\n", False),
+# name -> CSV text or an array for .npy
+SETS: dict[str, str | np.ndarray] = {
+    "tiny-1e-160": "x,label\n0,0\n1e-160,1\n2e-160,0\n",
+    "huge-1e200": "x,label\n0,0\n1e200,1\n2e200,0\n",
+    "beyond-float-1e309": "x,label\n0,0\n1e309,1\n2e309,0\n",
+    "near-1e300": "x,y,label\n1e300,1,0\n2e300,1,1\n3e300,1,0\n0,0,1\n",
+    "near-1e-300": "x,y,label\n1e-300,1,0\n2e-300,1,1\n3e-300,1,0\n0,0,1\n",
+    "below-float-1e-330": "x,label\n0,0\n1e-330,1\n2e-330,0\n",
+    "span-600-orders": "x,y,label\n1e-300,1e300,0\n1e300,1e-300,1\n0,0,0\n",
     "sixty-digit-rationals": (
-        "x,label\n0,0\n123456789012345678901234567890123456789012345678901234567890/7,1\n1,0\n",
-        False,
+        "x,label\n0,0\n123456789012345678901234567890123456789012345678901234567890/7,1\n1,0\n"
     ),
-    "subnormal-npy-two": (np.array([[0.0, 0], [5e-324, 1]]), False),
-    "subnormal-npy-three": (np.array([[0.0, 0], [5e-324, 1], [1e-323, 0]]), True),
+    "subnormal-npy-two": np.array([[0.0, 0], [5e-324, 1]]),
+    "subnormal-npy-three": np.array([[0.0, 0], [5e-324, 1], [1e-323, 0]]),
 }
 
 
@@ -51,16 +47,9 @@ def _write(folder: Path, name: str, data: str | np.ndarray) -> Path:
     return path
 
 
-def _cases() -> list:
-    return [
-        pytest.param(name, marks=[CONSTRUCT] if crashes else [])
-        for name, (_, crashes) in SETS.items()
-    ]
-
-
-@pytest.mark.parametrize("name", _cases())
+@pytest.mark.parametrize("name", list(SETS))
 def test_cli_certifies_every_scale(name, tmp_path):
-    data = _write(tmp_path, name, SETS[name][0])
+    data = _write(tmp_path, name, SETS[name])
     out = tmp_path / "net.json"
     p = subprocess.run(
         [*ENV_CMD, "certify", data, "--out", out, "--quiet", "--float", "float64,float32"],
@@ -82,9 +71,9 @@ def test_cli_certifies_every_scale(name, tmp_path):
     assert v.returncode == 0 and v.stderr == "", v.stderr
 
 
-@pytest.mark.parametrize("name", _cases())
+@pytest.mark.parametrize("name", list(SETS))
 def test_python_api_certifies_every_scale(name, tmp_path):
-    points = lncapacity.load_points(_write(tmp_path, name, SETS[name][0]))
+    points = lncapacity.load_points(_write(tmp_path, name, SETS[name]))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a leaked RuntimeWarning fails the test
         net = lncapacity.build(points)
@@ -95,12 +84,10 @@ def test_python_api_certifies_every_scale(name, tmp_path):
 @pytest.mark.parametrize(
     "X",
     [
-        pytest.param([[0], [1e-300], [2e-300]], marks=CONSTRUCT, id="floats-1e-300"),
-        pytest.param([[0], [1e300], [2e300]], marks=CONSTRUCT, id="floats-1e300"),
-        pytest.param([[0], [10**400], [2 * 10**400]], marks=CONSTRUCT, id="ints-10^400"),
-        pytest.param(
-            [[0], [fmpq(1, 10**400)], [fmpq(2, 10**400)]], marks=CONSTRUCT, id="fmpq-10^-400"
-        ),
+        pytest.param([[0], [1e-300], [2e-300]], id="floats-1e-300"),
+        pytest.param([[0], [1e300], [2e300]], id="floats-1e300"),
+        pytest.param([[0], [10**400], [2 * 10**400]], id="ints-10^400"),
+        pytest.param([[0], [fmpq(1, 10**400)], [fmpq(2, 10**400)]], id="fmpq-10^-400"),
     ],
 )
 def test_python_api_raises_nothing_raw(X):

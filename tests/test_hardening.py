@@ -573,7 +573,6 @@ def test_predict_refuses_nan():
             net.predict([[float("nan"), 0]], backend=backend)
 
 
-@pytest.mark.xfail(strict=True, reason="construct: build() checks depth (lead)")
 def test_build_refuses_a_bool_depth():
     with pytest.raises(lncapacity.InputError, match="depth"):
         lncapacity.build([[0], [1], [2]], [0, 1, 0], depth=True)

@@ -80,10 +80,11 @@ def build(
     present = sorted(set(points.y), key=cls.index)
     k = len(present)
     yk = [present.index(label) for label in points.y]
-    X, unscale, shift = _normalise(points.X)
+    X, scale, offset = _normalise(points.X)
     w, t = project(X, yk, seed=seed)
-    read = tuple(wi * si for wi, si in zip(w, unscale, strict=True))
-    shift = sum((wi * si for wi, si in zip(w, shift, strict=True)), fmpq(0))
+    # t = w . (x - offset) / scale = read . x - shift
+    read = tuple(wi / si for wi, si in zip(w, scale, strict=True))
+    shift = sum((r * o for r, o in zip(read, offset, strict=True)), fmpq(0))
     chain = Chain(t, eps_q)
     methods, fallback = (METHODS, pma) if k == 2 else (K_METHODS, pma_k)
     try:
