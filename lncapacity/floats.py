@@ -7,8 +7,8 @@ point, with every weight rounded to the backend's precision:
   variance, as in ``torch.nn.LayerNorm``);
 * ``"torch-float64"``, ``"torch-float32"``: PyTorch's own modules, the net as
   :func:`to_torch` gives it (``torch.nn.Linear`` for each affine map,
-  ``torch.nn.LayerNorm(width, eps, elementwise_affine=False)`` for each
-  LayerNorm), available when ``import torch`` works.
+  ``torch.nn.LayerNorm(n_l, eps)`` for each LayerNorm, with the layer's gain
+  and bias if it has them), available when ``import torch`` works.
 
 Overflow or NaN in a forward pass makes the affected points wrong (a NaN
 score decides nothing) and raises no warning.  These checks *confirm* a net;
@@ -88,35 +88,20 @@ def to_torch(net: LNNet[Any], dtype: str = "float64") -> torch.nn.Sequential:
     """``net`` as a ``torch.nn.Sequential`` of PyTorch's own modules, in ``dtype``.
 
     One ``torch.nn.Linear`` per affine map, each followed (except the readout) by
-    ``torch.nn.LayerNorm(net.width, eps=float(net.eps), elementwise_affine=False)``;
-    so ``2 * net.depth + 1`` modules.  The weights are the exact ones rounded to
-    ``dtype`` (``"float64"`` or ``"float32"``; through float64, exactly as the NumPy
-    backend rounds them), on the CPU; the global random state is left untouched.
-    The module maps a ``(m, input_dim)`` tensor to the ``(m, len(classes))`` scores.
+    ``torch.nn.LayerNorm(n_l, eps=float(net.eps))`` (``elementwise_affine`` only
+    when the layer has a gain or bias); so ``2 * net.depth + 1`` modules.  The
+    weights are the exact ones rounded to ``dtype`` (``"float64"`` or
+    ``"float32"``; through float64, exactly as the NumPy backend rounds them), on
+    the CPU; the global random state is left untouched.  The module maps a
+    ``(m, input_dim)`` tensor to the ``(m, len(classes))`` scores.  This is
+    :func:`lncapacity.interop.to_torch` restricted to the NumPy backends' dtypes.
     """
-    torch = _torch()
+    from .interop import to_torch as interop_to_torch
+
+    _torch()
     if dtype not in DTYPES:
         raise InputError(f"unknown dtype {dtype!r} (choose from {', '.join(DTYPES)})")
-    tdt = getattr(torch, dtype)
-    nn = torch.nn
-
-    def linear(a: Affine[Any]) -> torch.nn.Linear:
-        W, b = _array(a, np.float64)
-        lin = nn.Linear(W.shape[1], W.shape[0], dtype=tdt)  # its random start is overwritten
-        with torch.no_grad():
-            lin.weight.copy_(torch.from_numpy(W))
-            lin.bias.copy_(torch.from_numpy(b))
-        return lin
-
-    modules: list[torch.nn.Module] = []
-    # the Linear modules' random initialisation must not move the caller's random state
-    # (fork_rng restores it; nn.utils.skip_init would too, but costs 0.5 s on its first call)
-    with torch.random.fork_rng(devices=[]):
-        for layer in net.layers:
-            modules.append(linear(layer))
-            modules.append(nn.LayerNorm(net.width, eps=float(net.eps), elementwise_affine=False))
-        modules.append(linear(net.readout))
-    return nn.Sequential(*modules).eval().requires_grad_(False)
+    return interop_to_torch(net, dtype)
 
 
 def forward(net: LNNet[Any], X: Any, backend: str = "float64") -> np.ndarray:
@@ -134,11 +119,16 @@ def forward(net: LNNet[Any], X: Any, backend: str = "float64") -> np.ndarray:
     with np.errstate(all="ignore"):  # overflow and NaN make points wrong; check() counts them
         h = h.astype(dt)
         eps = dt(float(net.eps))
-        for layer in net.layers:
+        for i, layer in enumerate(net.layers):
             W, b = _array(layer, dt)
             y = h @ W.T + b
             y = y - y.mean(axis=1, keepdims=True)
             h = y / np.sqrt((y * y).mean(axis=1, keepdims=True) + eps)
+            norm = net.norm(i)
+            if norm.gain is not None:
+                h = h * np.array([float(g) for g in norm.gain], dtype=dt)
+            if norm.bias is not None:
+                h = h + np.array([float(c) for c in norm.bias], dtype=dt)
         R, r = _array(net.readout, dt)
         return h @ R.T + r
 
