@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -17,13 +18,15 @@ from typing import Any
 
 from . import __version__, fileformat, floats
 from .arith import json_float
-from .certify import Certificate, certify
+from .certify import Certificate, certify, exact_scores
 from .construct import DEFAULT_METHOD, METHODS, build
 from .data import PointSet, load_points
 from .errors import ConstructionError, InputError
 from .model import LNNet
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD = 0, 1, 2
+NOT_RIGHT_SHOWN, NOT_RIGHT_PRINTED = 1000, 20
+"""How many points not certainly right the JSON summary lists, and the text prints."""
 
 
 class Bar:
@@ -329,7 +332,13 @@ def _check_and_report(
     cert, seconds["certify"] = _run(
         "certifying", args.quiet, lambda bar: certify(net, points, progress=bar)
     )
-    checks = [floats.check(net, points, b) for b in _float_backends(args.float)]
+    backends = _float_backends(args.float)
+    exact = cert.scores if cert.scores is not None and len(points.X) else None
+
+    def refine(rows: list[int]) -> Any:
+        return exact_scores(net, [points.X[k] for k in rows])
+
+    checks = [floats.check(net, points, b, exact, refine) for b in backends]
     if cert.all_certified:
         files = []
         if args.certificate:
@@ -348,6 +357,7 @@ def _check_and_report(
         print(
             f"lncapacity: error: certificate fails at {bad}"
             + (f" and {more} more" if more > 0 else "")
+            + f" ({cert.wrong} certainly wrong, {cert.undecided} undecided)"
             + ("; nothing written" if out or args.certificate else ""),
             file=sys.stderr,
         )
@@ -396,8 +406,25 @@ def _summary(
         "depth": net.depth,
         "folds": net.meta.get("folds"),
         "depth_bound": max(points.m - 2, 0),
+        "trained": net.meta.get("source") == "torch",  # imported from PyTorch
+        "width": net.width,  # null when the layers' widths differ
+        "widths": list(net.widths),
         "certified": cert.certified,
         "all_certified": cert.all_certified,
+        # every point is certainly right, certainly wrong, or undecided at the precision cap
+        "certainly_right": cert.right,
+        "certainly_wrong": cert.wrong,
+        "undecided": cert.undecided,
+        # the points not certainly right (the first NOT_RIGHT_SHOWN), with their verdicts
+        "not_right": [
+            {
+                "point": p.index,
+                "where": _where(points, p.index),
+                "verdict": p.verdict,
+                "margin_interval": [json_float(v) for v in p.margin_interval],
+            }
+            for p in cert.failures[:NOT_RIGHT_SHOWN]
+        ],
         # null with a single class (nothing to separate) or when some point fails
         "min_certified_margin": json_float(cert.min_margin) if cert.all_certified else None,
         "precision_bits": cert.precision,
@@ -411,6 +438,8 @@ def _summary(
                 "library": "torch" if c.backend in floats.TORCH_BACKENDS else "numpy",
                 "dtype": c.dtype,
                 "max_abs_score": json_float(c.max_abs_score),
+                # worst |float score - exact score| in ulps of the dtype (an upper bound)
+                "max_ulps": None if c.max_ulps != c.max_ulps else json_float(c.max_ulps),
                 "warning": _float_warning(c, cert.all_certified),
             }
             for c in checks
@@ -439,6 +468,12 @@ def _float_warning(c: floats.FloatCheck, certified: bool) -> str | None:
     return None
 
 
+def _width_text(s: dict[str, Any]) -> str:
+    if s["width"] is not None or not s["widths"]:
+        return str(s["width"] if s["width"] is not None else "-")
+    return "-".join(map(str, s["widths"]))
+
+
 def _text(s: dict[str, Any]) -> str:
     def num(x: float | None) -> str:
         if x is None:
@@ -449,7 +484,8 @@ def _text(s: dict[str, Any]) -> str:
     classes = ", ".join(map(str, s["classes"]))
     lines = [
         f"{s['data']}: {s['points']} points in R^{s['dim']}, classes {classes}{dup}",
-        f"net: width 3, depth {s['depth']} (bound m - 2 = {s['depth_bound']})"
+        f"net: width {_width_text(s)}, depth {s['depth']}"
+        + (f" (bound m - 2 = {s['depth_bound']})" if s["method"] else "")
         + (
             f", {s['folds']} before padding"
             if s["folds"] is not None and s["folds"] != s["depth"]
@@ -462,10 +498,18 @@ def _text(s: dict[str, Any]) -> str:
         + (
             f", min certified margin {num(s['min_certified_margin'])}"
             if s["all_certified"]
-            else "  FAILS"
+            else f"  FAILS: {s['certainly_wrong']} certainly wrong, {s['undecided']} undecided"
         )
         + f" ({s['precision_bits']} bits)",
     ]
+    shown = s.get("not_right", [])[:NOT_RIGHT_PRINTED]
+    for p in shown:
+        lo, hi = (
+            s if v is None else v for s, v in zip((-math.inf, math.inf), p["margin_interval"])
+        )
+        lines.append(f"  {p['where']}: {p['verdict']}, margin in [{lo:.4g}, {hi:.4g}]")
+    if s["points"] - s["certified"] > len(shown):
+        lines.append(f"  ... and {s['points'] - s['certified'] - len(shown)} more")
     for name, c in s["float"].items():
         x = c["min_margin"]  # a float margin of 0 is a tie, not a tiny certified bound
         if x is None:  # infinite: +inf with one class, -inf (a NaN or infinite score) if wrong
@@ -473,7 +517,9 @@ def _text(s: dict[str, Any]) -> str:
         else:
             margin = f"{x:.4g}"
         flag = f"  WARNING: {c['warning']}" if c["warning"] else ""
-        lines.append(f"{name}: {c['agree']}/{c['total']} agree, min margin {margin}{flag}")
+        ulps = c.get("max_ulps")  # in the text for trained nets only (built ones are exact)
+        dist = "" if ulps is None or not s.get("trained") else f", max {ulps:.3g} ulp from exact"
+        lines.append(f"{name}: {c['agree']}/{c['total']} agree, min margin {margin}{dist}{flag}")
     for key in ("net", "certificate"):
         if s[key]:
             lines.append(f"wrote {s[key]}")

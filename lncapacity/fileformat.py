@@ -199,7 +199,10 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
         raise InputError(f"{source}: not an lnnet/1 object")
     version = obj.get("format")
     if version not in (FORMAT, FORMAT_1_1):
-        raise fail("format", f"expected {FORMAT!r} or {FORMAT_1_1!r}, got {version!r}")
+        raise fail(
+            "format",
+            f"expected {FORMAT!r}, got {version!r} (this reader knows {FORMAT} and {FORMAT_1_1})",
+        )
     requires = obj.get("requires", []) if version == FORMAT_1_1 else []
     if not isinstance(requires, list) or not all(isinstance(f, str) for f in requires):
         raise fail("requires", "must be a list of feature names")

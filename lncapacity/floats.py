@@ -19,6 +19,7 @@ they never certify one.  PyTorch is optional (``pip install
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -161,6 +162,9 @@ class FloatCheck:
     max_abs_score: float = math.nan
     """The largest finite ``|z[j]|`` over all points and classes (NaN if there is none): the scale
     against which ``min_margin`` is small or not."""
+    max_ulps: float = math.nan
+    """The worst disagreement of a float score with the exact one, in units in the last place
+    of the backend's dtype (see :func:`ulp_disagreement`); NaN when not computed."""
 
     @property
     def dtype(self) -> str:
@@ -187,9 +191,67 @@ class FloatCheck:
         )
 
 
-def check(net: LNNet[Any], points: PointSet, backend: str = "float64") -> FloatCheck:
-    """Run ``net`` on ``points`` with ``backend`` and compare with their labels."""
+def ulp_disagreement(
+    z: np.ndarray,
+    exact: tuple[np.ndarray, np.ndarray],
+    dtype: str,
+    refine: Callable[[list[int]], tuple[np.ndarray, np.ndarray]] | None = None,
+) -> float:
+    """The worst ``|z - t| / ulp`` over all scores: ``z`` float scores, ``t`` the exact ones.
+
+    ``exact = (lo, hi)`` encloses every ``t``; the distance counted is the
+    farthest end, ``max(|z - lo|, |z - hi|)``, so the result is an upper bound
+    (tight when the enclosure is).  ``ulp`` is ``np.spacing`` in ``dtype`` at
+    ``max(|z|, |lo|, |hi|)``.  ``refine(rows)`` returns tighter enclosures for
+    some rows (points); rows are refined, worst first, until the worst row is
+    a refined one (at most 8 rounds of 32).  Infinite or NaN float scores give
+    ``inf``.
+    """
+    if z.size == 0:
+        return 0.0
+    lo, hi = exact[0].copy(), exact[1].copy()
+    zz = z.astype(np.float64)
+    if not np.all(np.isfinite(zz)):
+        return math.inf
+
+    def per_row() -> np.ndarray:
+        with np.errstate(all="ignore"):
+            mag = np.maximum(np.abs(zz), np.maximum(np.abs(lo), np.abs(hi)))
+            ulp = np.spacing(np.minimum(mag, np.finfo(dtype).max).astype(dtype)).astype(np.float64)
+            err = np.maximum(np.abs(zz - lo), np.abs(zz - hi)) / ulp
+        return np.where(np.isnan(err), np.inf, err).max(axis=1)
+
+    err = per_row()
+    if refine is not None:
+        done = np.zeros(len(err), dtype=bool)
+        for _ in range(8):
+            order = np.argsort(-np.where(done, -np.inf, err))
+            worst_left = err[order[0]] if not done[order[0]] else -np.inf
+            if worst_left <= err[done].max(initial=-np.inf):
+                break
+            rows = [int(i) for i in order[:32] if not done[i]]
+            lo[rows], hi[rows] = refine(rows)
+            done[rows] = True
+            err = per_row()
+    return float(err.max())
+
+
+def check(
+    net: LNNet[Any],
+    points: PointSet,
+    backend: str = "float64",
+    exact: tuple[np.ndarray, np.ndarray] | None = None,
+    refine: Callable[[list[int]], tuple[np.ndarray, np.ndarray]] | None = None,
+) -> FloatCheck:
+    """Run ``net`` on ``points`` with ``backend`` and compare with their labels.
+
+    With ``exact`` (bounds on the exact scores, as :attr:`Certificate.scores`
+    has them) also the worst disagreement in ulps (:func:`ulp_disagreement`).
+    """
     z = forward(net, points, backend).astype(np.float64)
+    ulps = math.nan
+    if exact is not None:
+        ulps = ulp_disagreement(z, exact, precision(backend), refine)
     with np.errstate(all="ignore"):  # inf - inf is NaN, which counts as wrong
         finite = np.abs(z[np.isfinite(z)])
         scale = float(finite.max()) if finite.size else math.nan
@@ -200,4 +262,4 @@ def check(net: LNNet[Any], points: PointSet, backend: str = "float64") -> FloatC
         margins = own - z.max(axis=1) if z.shape[1] > 1 else np.full(len(target), np.inf)
         margins = np.where(np.isnan(margins), -np.inf, margins)  # a NaN score decides nothing
     agree = int(np.sum(margins > 0))
-    return FloatCheck(backend, agree, len(target), float(margins.min(initial=np.inf)), scale)
+    return FloatCheck(backend, agree, len(target), float(margins.min(initial=np.inf)), scale, ulps)
