@@ -504,9 +504,8 @@ def _text(s: dict[str, Any]) -> str:
     ]
     shown = s.get("not_right", [])[:NOT_RIGHT_PRINTED]
     for p in shown:
-        lo, hi = (
-            s if v is None else v for s, v in zip((-math.inf, math.inf), p["margin_interval"])
-        )
+        lo, hi = p["margin_interval"]
+        lo, hi = -math.inf if lo is None else lo, math.inf if hi is None else hi
         lines.append(f"  {p['where']}: {p['verdict']}, margin in [{lo:.4g}, {hi:.4g}]")
     if s["points"] - s["certified"] > len(shown):
         lines.append(f"  ... and {s['points'] - s['certified'] - len(shown)} more")
