@@ -8,6 +8,7 @@ after every check has passed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -136,6 +137,44 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0, help="seed of the --random points")
     s.add_argument("--restarts", type=int, default=16, help="search restarts per labeling")
     output(s, workers=True)
+
+    im = sub.add_parser(
+        "import",
+        help="read a PyTorch LN-Net (nn.Sequential of Linear and LayerNorm) as an exact net",
+        description="Read MODEL (torch.save of an nn.Sequential of Linear and LayerNorm "
+        "modules, or of its state_dict) with torch.load(weights_only=True), convert every "
+        "weight exactly, and write it as an lnnet file (lnnet/1, or lnnet/1.1 when it has "
+        "LayerNorm gains or biases or layers of different widths).",
+    )
+    im.add_argument("model", metavar="MODEL.pt")
+    im.add_argument("--out", required=True, metavar="NET.json", help="the lnnet file to write")
+    im.add_argument(
+        "--spec",
+        metavar="KINDS",
+        help="for a state dict: the module kinds in order, comma-separated (Linear, LayerNorm, "
+        "Dropout, Identity); default: read off the weights' shapes",
+    )
+    im.add_argument(
+        "--eps", type=float, default=1e-5, help="for a state dict: the LayerNorms' eps (1e-5)"
+    )
+    im.add_argument("--classes", metavar="C1,C2", help="names of the outputs (default 0, 1, ...)")
+    im.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
+
+    ex = sub.add_parser(
+        "export",
+        help="write a net as a PyTorch module (torch.save) and/or an ONNX model",
+        description="Write an lnnet file as PyTorch's own modules (an nn.Sequential of Linear "
+        "and LayerNorm, saved with torch.save) and/or as an ONNX model (Gemm and "
+        "LayerNormalization, opset 17; needs the onnx package).",
+    )
+    ex.add_argument("net", metavar="NET.json")
+    ex.add_argument("--torch", metavar="MODEL.pt", help="write the PyTorch module here")
+    ex.add_argument("--onnx", metavar="MODEL.onnx", help="write the ONNX model here")
+    ex.add_argument(
+        "--dtype",
+        help="float64, float32 or bfloat16 (ONNX: float64 or float32); default: the dtype "
+        "a PyTorch import recorded, else float64 (ONNX: float32)",
+    )
 
     vs = sub.add_parser(
         "verify-shatter",
@@ -314,11 +353,90 @@ def cmd_verify_shatter(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from .interop import load_torch
+
+    _check_outputs(args.out)
+    spec = None if args.spec is None else [k for k in args.spec.split(",") if k.strip()]
+    if args.eps < 0 or not math.isfinite(args.eps):
+        raise InputError("--eps must be a finite number >= 0")
+    net = load_torch(args.model, spec=spec, eps=args.eps)
+    if args.classes is not None:
+        names = [c.strip() for c in args.classes.split(",")]
+        labels: list[Any] = [int(c) for c in names] if all(_is_int(c) for c in names) else names
+        if len(labels) != len(net.classes) or len(set(labels)) != len(labels):
+            raise InputError(
+                f"--classes: the net has {len(net.classes)} outputs; give as many distinct names"
+            )
+        net = dataclasses.replace(net, classes=tuple(labels))
+    doc = fileformat.to_dict(net)
+    fileformat.write_all_atomic([(args.out, fileformat.dumps(doc))])
+    summary = {
+        "model": args.model,
+        "net": args.out,
+        "format": doc["format"],
+        "requires": doc.get("requires", []),
+        "input_dim": net.input_dim,
+        "width": net.width,
+        "widths": list(net.widths),
+        "depth": net.depth,
+        "classes": list(net.classes),
+        "eps": str(net.eps),
+        "eps_float": float(net.eps),
+        "layernorm_affine": [not net.norm(i).is_identity for i in range(net.depth)],
+        "dtype": net.meta["torch"]["dtype"],
+    }
+    if args.json:
+        print(json.dumps(summary, indent=1))
+    else:
+        widths = "-".join(map(str, net.widths)) or "none"
+        affine = sum(summary["layernorm_affine"])
+        print(
+            f"{args.model}: {len(net.meta['torch']['modules'])} modules, "
+            f"{summary['dtype']} weights read exactly\n"
+            f"net: input {net.input_dim}, widths {widths}, depth {net.depth}, "
+            f"{len(net.classes)} outputs, eps {float(net.eps):g}, "
+            f"{affine} LayerNorms with gain/bias ({doc['format']})\n"
+            f"wrote {args.out}"
+        )
+    return EXIT_OK
+
+
+def _is_int(text: str) -> bool:
+    t = text[1:] if text[:1] in "+-" else text
+    return t.isdigit()
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .interop import TORCH_DTYPES, default_dtype, to_onnx, torch_bytes
+
+    if not args.torch and not args.onnx:
+        raise InputError("export: give --torch MODEL.pt and/or --onnx MODEL.onnx")
+    _check_outputs(args.torch, args.onnx)
+    if args.dtype is not None and args.dtype not in TORCH_DTYPES:
+        raise InputError(f"--dtype: choose from {', '.join(TORCH_DTYPES)}")
+    net = fileformat.load(args.net)
+    files: list[tuple[str, bytes]] = []
+    if args.torch:
+        files.append((args.torch, torch_bytes(net, args.dtype)))
+    if args.onnx:
+        dt = args.dtype or ("float64" if default_dtype(net) == "float64" else "float32")
+        if dt not in ("float32", "float64"):
+            raise InputError(f"--dtype {dt}: ONNX export writes float32 or float64")
+        files.append((args.onnx, to_onnx(net, dt)))
+    fileformat.write_all_atomic(files)
+    for path, _ in files:
+        print(f"wrote {path}")
+    return EXIT_OK
+
+
 COMMANDS = {
     "certify": cmd_certify,
     "verify": cmd_verify,
     "shatter": cmd_shatter,
     "verify-shatter": cmd_verify_shatter,
+    "import": cmd_import,
+    "export": cmd_export,
 }
 
 

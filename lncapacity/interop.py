@@ -61,6 +61,7 @@ __all__ = [
     "save_torch",
     "to_onnx",
     "to_torch",
+    "torch_bytes",
 ]
 
 TORCH_DTYPES = ("float64", "float32", "bfloat16", "float16")
@@ -432,10 +433,15 @@ def save_torch(net: LNNet[Any], path: str | os.PathLike[str], dtype: str | None 
     """
     from .fileformat import write_all_atomic
 
+    write_all_atomic([(path, torch_bytes(net, dtype))])
+
+
+def torch_bytes(net: LNNet[Any], dtype: str | None = None) -> bytes:
+    """What :func:`save_torch` writes: ``torch.save`` of :func:`to_torch`."""
     torch = _torch()
     buf = io.BytesIO()
     torch.save(to_torch(net, dtype), buf)
-    write_all_atomic([(path, buf.getvalue())])
+    return buf.getvalue()
 
 
 # ---------------------------------------------------------------------------

@@ -168,7 +168,7 @@ class LNNet(Generic[T]):
             if rows < 2 and self.width is None:
                 yield f"layer {i}: width must be >= 2 (LayerNorm of one feature is 0/0)"
             yield from _affine_problems(f"layer {i}", layer, rows, fan_in)
-            if self.norms:
+            if len(self.norms) == len(self.layers):
                 for part in ("gain", "bias"):
                     v = getattr(self.norms[i - 1], part)
                     if v is not None and len(v) != rows:
