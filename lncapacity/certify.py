@@ -172,7 +172,8 @@ def certify(
     if intervals is None:
         intervals = scalar_chain(net) is None and points.m * (net.depth + 1) >= INTERVAL_WORK
     if intervals and todo and default_float_mode():
-        mlo, mhi, zlo, zhi = interval_pass(net, points.X, labels)
+        with np.errstate(all="ignore"):  # overflow and NaN leave points undecided, silently
+            mlo, mhi, zlo, zhi = interval_pass(net, points.X, labels)
         scores_lo, scores_hi = zlo, zhi
         todo = []
         for k in range(points.m):
