@@ -140,6 +140,7 @@ def certify(
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     intervals: bool | None = None,
+    scores: bool = False,
 ) -> Certificate:
     """Decide, point by point, whether ``net`` predicts ``y[k]`` for ``X[k]``.
 
@@ -159,6 +160,8 @@ def certify(
     default: on for such nets with more than a few points.  ``workers``:
     processes for the ``arb`` part (default: all cores, for large jobs only).
     LayerNorm gains and biases are folded first (:meth:`LNNet.folded`, exact).
+    ``scores``: also bound every exact score (:attr:`Certificate.scores`; the
+    interval pass always does, ``arb`` points only when asked, as it costs time).
     """
     points = X if isinstance(X, PointSet) else points_from_arrays(X, y)
     _check_compatible(net, points)
@@ -191,15 +194,17 @@ def certify(
     if workers is None:
         workers = (os.cpu_count() or 1) if len(jobs) * (net.depth + 1) > PARALLEL_WORK else 1
     chunks = [jobs[i : i + CHUNK] for i in range(0, len(jobs), CHUNK)]
-    tasks = ((net, chunk, max_precision) for chunk in chunks)
+    tasks = ((net, chunk, max_precision, scores) for chunk in chunks)
     for part in imap(_certify_chunk, tasks, workers if len(chunks) > 1 else 1):
         for k, ok, margin, prec, interval, zlo, zhi in part:
             results.append(PointResult(k, points.y[k], ok, margin, prec, interval))
-            scores_lo[k], scores_hi[k] = zlo, zhi
+            if scores:
+                scores_lo[k], scores_hi[k] = zlo, zhi
         if progress:
             progress(len(results), points.m)
     results.sort(key=lambda p: p.index)
-    return Certificate(tuple(results), (scores_lo, scores_hi))
+    have_scores = scores or (intervals and not jobs)
+    return Certificate(tuple(results), (scores_lo, scores_hi) if have_scores else None)
 
 
 CHUNK = 32
@@ -268,11 +273,11 @@ def interval_pass(
 
 
 def _certify_chunk(
-    task: tuple[LNNet[fmpq], Sequence[tuple[int, Sequence[fmpq], int]], int],
+    task: tuple[LNNet[fmpq], Sequence[tuple[int, Sequence[fmpq], int]], int, bool],
 ) -> list[tuple[int, bool, float, int, tuple[float, float], list[float], list[float]]]:
     """Per job: (index, certified, margin, precision, margin interval, score lower and upper
-    bounds); the precision adapts from point to point."""
-    net, jobs, max_precision = task
+    bounds, empty unless asked for); the precision adapts from point to point."""
+    net, jobs, max_precision, want_scores = task
     scores = _evaluator(net)
     prec = _start_precision(net)
     out = []
@@ -285,8 +290,8 @@ def _certify_chunk(
                 if right or any(d < 0 for d in diffs) or prec >= max_precision:
                     lo = min((lower_bound_float(d) for d in diffs), default=math.inf)
                     hi = min((upper_bound_float(d) for d in diffs), default=math.inf)
-                    zlo = [lower_bound_float(v) for v in z]
-                    zhi = [upper_bound_float(v) for v in z]
+                    zlo = [lower_bound_float(v) for v in z] if want_scores else []
+                    zhi = [upper_bound_float(v) for v in z] if want_scores else []
                     margin = lo if right else -math.inf
                     out.append((k, right, margin, prec, (lo, hi), zlo, zhi))
                     break

@@ -448,7 +448,7 @@ def _check_and_report(
     out: str | None,
 ) -> int:
     cert, seconds["certify"] = _run(
-        "certifying", args.quiet, lambda bar: certify(net, points, progress=bar)
+        "certifying", args.quiet, lambda bar: certify(net, points, progress=bar, scores=True)
     )
     backends = _float_backends(args.float)
     exact = cert.scores if cert.scores is not None and len(points.X) else None

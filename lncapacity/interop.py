@@ -335,9 +335,13 @@ def load_torch(
     if not os.path.isfile(p):
         raise InputError(f"{p}: no such file")
     allowed = [getattr(torch.nn, n) for n in SAFE_MODULES]
+    safe_globals = getattr(torch.serialization, "safe_globals", None)  # torch >= 2.5
     try:
-        with torch.serialization.safe_globals(allowed):
+        if safe_globals is None:  # older torch: tensors and containers only (state dicts)
             obj = torch.load(p, map_location="cpu", weights_only=True)
+        else:
+            with safe_globals(allowed):
+                obj = torch.load(p, map_location="cpu", weights_only=True)
     except Exception as err:  # UnpicklingError, RuntimeError, EOFError, zipfile errors, ...
         raise InputError(f"{p}: cannot load: {_unpickling_reason(err)}") from None
     if isinstance(obj, torch.nn.Module):

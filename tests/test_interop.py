@@ -327,7 +327,7 @@ def test_a_trained_spirals_net_certified_as_mpmath_says(intervals):
     XX = np.vstack([X, grid])
     yy = y + gy
     net = from_torch(model, classes=classes)
-    cert = certify(net, XX, yy, intervals=intervals)
+    cert = certify(net, XX, yy, intervals=intervals, scores=True)
     margins = mpmath_margins(model, XX, [classes.index(c) for c in yy])
     expected = ["right" if m > 0 else "wrong" if m < 0 else "undecided" for m in margins]
     assert [p.verdict for p in cert.points] == expected
