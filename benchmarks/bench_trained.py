@@ -49,7 +49,7 @@ def train(X: np.ndarray, y: np.ndarray, width: int, depth: int, steps: int) -> t
     for i in range(depth):
         mods += [torch.nn.LayerNorm(width), torch.nn.Linear(width, 2 if i == depth - 1 else width)]
     model = torch.nn.Sequential(*mods)
-    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    opt = torch.optim.Adam(model.parameters(), lr=0.003)
     Xt, yt = torch.tensor(X, dtype=torch.float32), torch.tensor(y)
     for _ in range(steps):
         batch = torch.randint(0, len(X), (256,))
@@ -64,7 +64,7 @@ def main() -> None:
     p.add_argument("--points", type=int, default=10_000)
     p.add_argument("--width", type=int, default=16)
     p.add_argument("--depth", type=int, default=8)
-    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--steps", type=int, default=1500)
     p.add_argument("--workers", type=int, default=2)
     args = p.parse_args()
     torch.set_num_threads(1)

@@ -3,10 +3,19 @@
 For each point ``x`` with label ``c`` the exact forward pass of the net is
 enclosed in python-flint ``arb`` balls (every operation rounded outwards, so
 the true value of each readout score lies in its ball); the point is
-*certified* when every difference ``z_c - z_j`` (``j != c``) is a ball of
-strictly positive numbers.  Its lower end is the certified margin.  Precision
-starts near what the depth needs and doubles until every point is decided or
-the limit is reached; no floating-point comparison is involved.
+*certified* (certainly right) when every difference ``z_c - z_j`` (``j != c``)
+is a ball of strictly positive numbers, and its lower end is the certified
+margin; it is *certainly wrong* when some difference is strictly negative, and
+*undecided* when the precision limit is reached first (a point on, or within
+rounding of, a decision boundary: never called right).  Precision starts near
+what the depth needs and doubles until every point is decided or the limit is
+reached; no floating-point comparison is involved.
+
+Nets that are no scalar chain (trained nets: every layer of full rank) first
+go through :func:`interval_pass`, float64 interval arithmetic with every
+operation rounded outwards (:mod:`lncapacity.interval`, rigorous by
+proofs/interval_rounding.md), vectorised over all points; it decides nearly
+every point, and the others are redone in balls.
 
 This module depends on the model only: it shares no code with the
 constructions, so :func:`certify` is an independent check of what they built.

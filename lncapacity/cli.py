@@ -586,6 +586,14 @@ def _float_warning(c: floats.FloatCheck, certified: bool) -> str | None:
     return None
 
 
+def _eps_text(eps: str) -> str:
+    """``eps`` as written in the file, or about it when that is long (a float's exact value)."""
+    if len(eps) <= 16:
+        return eps
+    p, _, q = eps.partition("/")
+    return f"{int(p) / int(q or 1):.6g} (exactly {eps})"
+
+
 def _width_text(s: dict[str, Any]) -> str:
     if s["width"] is not None or not s["widths"]:
         return str(s["width"] if s["width"] is not None else "-")
@@ -611,7 +619,7 @@ def _text(s: dict[str, Any]) -> str:
         )
         + (f", method {s['method']}" if s["method"] else "")
         + (f" (runs gave way: {s['fallback']})" if s.get("fallback") else "")
-        + f", eps {s['eps']}",
+        + f", eps {_eps_text(s['eps'])}",
         f"certified: {s['certified']}/{s['points']} points"
         + (
             f", min certified margin {num(s['min_certified_margin'])}"

@@ -201,8 +201,10 @@ def ulp_disagreement(
 
     ``exact = (lo, hi)`` encloses every ``t``; the distance counted is the
     farthest end, ``max(|z - lo|, |z - hi|)``, so the result is an upper bound
-    (tight when the enclosure is).  ``ulp`` is ``np.spacing`` in ``dtype`` at
-    ``max(|z|, |lo|, |hi|)``.  ``refine(rows)`` returns tighter enclosures for
+    (tight when the enclosure is).  ``ulp`` is ``np.spacing`` in ``dtype`` at the
+    point's largest score, ``max_j max(|z_j|, |lo_j|, |hi_j|)``: the resolution
+    at which the argmax is taken (a score near 0 has tiny ulps of its own, so
+    its rounding errors would look huge by them).  ``refine(rows)`` returns tighter enclosures for
     some rows (points); rows are refined, worst first, until the worst row is
     a refined one (at most 8 rounds of 32).  Infinite or NaN float scores give
     ``inf``.
@@ -216,8 +218,9 @@ def ulp_disagreement(
 
     def per_row() -> np.ndarray:
         with np.errstate(all="ignore"):
-            mag = np.maximum(np.abs(zz), np.maximum(np.abs(lo), np.abs(hi)))
+            mag = np.maximum(np.abs(zz), np.maximum(np.abs(lo), np.abs(hi))).max(axis=1)
             ulp = np.spacing(np.minimum(mag, np.finfo(dtype).max).astype(dtype)).astype(np.float64)
+            ulp = ulp[:, None]
             err = np.maximum(np.abs(zz - lo), np.abs(zz - hi)) / ulp
         return np.where(np.isnan(err), np.inf, err).max(axis=1)
 

@@ -286,3 +286,31 @@ def test_interval_pass_encloses_the_exact_margins(seed):
         verdict = "right" if mlo[k] > 0 else "wrong" if mhi[k] < 0 else "undecided"
         assert verdict == cert.points[k].verdict
     assert (zlo <= zhi).all()
+
+
+# ---------------------------------------------------------------------------
+# float scores against the exact ones
+
+
+def test_ulp_disagreement_counts_ulps_of_the_largest_score():
+    import numpy as np
+
+    from lncapacity.floats import ulp_disagreement
+
+    exact = np.array([[1.0, 0.25], [-4.0, 2.0**-30]])
+    ulp32 = float(np.spacing(np.float32(1.0)))
+    z = exact + np.array([[3 * ulp32, 0.0], [0.0, 2 * 4 * ulp32]])  # ulps of 1 and of 4
+    assert ulp_disagreement(z, (exact, exact), "float32") == 3.0
+    # a loose enclosure gives an upper bound; refining the worst rows makes it tight
+    loose = (exact - 100 * ulp32, exact + 100 * ulp32)
+    assert ulp_disagreement(z, loose, "float32") > 100
+    asked = []
+
+    def refine(rows):
+        asked.append(rows)
+        return exact[rows], exact[rows]
+
+    assert ulp_disagreement(z, loose, "float32", refine) == 3.0 and asked == [[0, 1]]
+    assert ulp_disagreement(np.array([[np.nan, 0.0]]), (exact[:1], exact[:1]), "float32") == (
+        math.inf
+    )
