@@ -272,9 +272,9 @@ def from_state_dict(
                 f"{name}: no weights for module {missing[0]} (a LayerNorm without affine part, "
                 "or an activation?): give the module kinds with --spec"
             )
+        if no_weight := [i for i in range(count) if "weight" not in entries[i]]:
+            raise InputError(f"{name}: module {no_weight[0]} has a bias but no weight")
         kinds = ["Linear" if entries[i]["weight"].dim() == 2 else "LayerNorm" for i in range(count)]
-        if any("weight" not in entries[i] for i in range(count)):
-            raise InputError(f"{name}: a module has a bias but no weight: give --spec")
     else:
         kinds = [s.strip() for s in spec]
         if extra := sorted(set(entries) - set(range(len(kinds)))):
@@ -536,7 +536,7 @@ def run_onnx(model: bytes, X: Any, dtype: str = "float32") -> np.ndarray:
     except ImportError:
         raise InputError("running ONNX needs onnxruntime: pip install 'lncapacity[onnx]'") from None
     opts = onnxruntime.SessionOptions()
-    opts.intra_op_num_threads = 1
+    opts.intra_op_num_threads = opts.inter_op_num_threads = 1
     session = onnxruntime.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
     x = np.asarray(X, dtype=np.float64).astype(dtype)
     return session.run(["z"], {"x": x})[0]

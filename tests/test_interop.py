@@ -31,6 +31,18 @@ from lncapacity.interop import (  # noqa: E402
 )
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """PyTorch on one thread here: once its OpenMP pool has run in a process, a worker forked
+    later (lncapacity.parallel, in other test files) hangs (see floats._forward_torch)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 SPIRALS = ROOT / "examples" / "spirals.csv"
 
 
@@ -229,6 +241,8 @@ def test_state_dicts_and_saved_modules(tmp_path):
     assert got == from_torch(plain)
     with pytest.raises(InputError, match=r"module 1 \(ReLU\): not supported"):
         from_state_dict(plain.state_dict(), spec=["Linear", "ReLU", "Linear"])
+    with pytest.raises(InputError, match="module 0 has a bias but no weight"):
+        from_state_dict({"0.bias": torch.zeros(2)})
     with pytest.raises(InputError, match="not a state dict"):
         from_state_dict({"0.weight": [1.0]})
 
