@@ -166,7 +166,7 @@ def certify(
     (:mod:`lncapacity.interval`; rigorous, proofs/interval_rounding.md), which
     decides nearly every point; the rest are redone in ``arb`` balls with rising
     precision.  ``intervals`` forces that pass on (True) or off (False);
-    default: on for such nets with more than a few points.  ``workers``:
+    default: on for such nets with layers and more than a few points.  ``workers``:
     processes for the ``arb`` part (default: all cores, for large jobs only).
     LayerNorm gains and biases are folded first (:meth:`LNNet.folded`, exact).
     ``scores``: also bound every exact score (:attr:`Certificate.scores`; the
@@ -182,7 +182,11 @@ def certify(
     results: list[PointResult] = []
     todo = list(range(points.m))
     if intervals is None:
-        intervals = scalar_chain(net) is None and points.m * (net.depth + 1) >= INTERVAL_WORK
+        intervals = (
+            net.depth > 0  # an affine map alone is cheap in balls, and its margins tight
+            and scalar_chain(net) is None
+            and points.m * (net.depth + 1) >= INTERVAL_WORK
+        )
     if intervals and todo and default_float_mode():
         with np.errstate(all="ignore"):  # overflow and NaN leave points undecided, silently
             mlo, mhi, zlo, zhi = interval_pass(net, points.X, labels)

@@ -502,3 +502,27 @@ def test_cli_import_export_errors(tmp_path, args, message, capsys):
 def test_width_none_nets_are_lnnets():
     net = from_torch(MODELS["widths"])
     assert isinstance(net, LNNet) and net.predict([[0, 0, 0]], backend="exact").shape == (1,)
+
+
+def test_cli_export_onnx_and_torch_together(tmp_path, capsys):
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from lncapacity.cli import main
+    from lncapacity.interop import run_onnx
+
+    model = MODELS["widths"]
+    lncapacity.save(from_torch(model), tmp_path / "net.json")
+    args = ["export", str(tmp_path / "net.json"), "--onnx", str(tmp_path / "m.onnx")]
+    assert main([*args, "--torch", str(tmp_path / "m.pt")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == [f"wrote {tmp_path / 'm.pt'}", f"wrote {tmp_path / 'm.onnx'}"]
+    X = torch.randn(64, 3, generator=torch.Generator().manual_seed(9))
+    with torch.no_grad():
+        ref = model(X).numpy()
+    got = run_onnx((tmp_path / "m.onnx").read_bytes(), X.numpy())
+    assert np.allclose(got, ref, rtol=1e-5, atol=1e-5)
+    assert load_torch(tmp_path / "m.pt") == from_torch(model)
+    # bfloat16 has no ONNX export here: nothing is written
+    assert main([*args[:2], "--onnx", str(tmp_path / "b.onnx"), "--dtype", "bfloat16"]) == 2
+    assert "ONNX export writes float32 or float64" in capsys.readouterr().err
+    assert not (tmp_path / "b.onnx").exists()
