@@ -9,6 +9,7 @@ import json
 import math
 import random
 
+import numpy as np
 import pytest
 import sympy
 from flint import arb, fmpq
@@ -293,8 +294,6 @@ def test_interval_pass_encloses_the_exact_margins(seed):
 
 
 def test_ulp_disagreement_counts_ulps_of_the_largest_score():
-    import numpy as np
-
     from lncapacity.floats import ulp_disagreement
 
     exact = np.array([[1.0, 0.25], [-4.0, 2.0**-30]])
@@ -314,3 +313,19 @@ def test_ulp_disagreement_counts_ulps_of_the_largest_score():
     assert ulp_disagreement(np.array([[np.nan, 0.0]]), (exact[:1], exact[:1]), "float32") == (
         math.inf
     )
+
+
+def test_overflow_in_the_interval_pass_leaves_the_point_to_balls():
+    # pre-activations near 2^1000: their squares overflow float64; intervals stay rigorous
+    # (and too wide to decide), so the balls decide
+    big = fmpq(2**1000)
+    layer = Affine(((big, fmpq(0)), (fmpq(0), big), (fmpq(0), fmpq(0))), (fmpq(0),) * 3)
+    readout = affine([[1, 0, 0], [0, 1, 0]], [0, 0])
+    net = LNNet(2, 3, fmpq(0), (layer,), readout, (0, 1))
+    with np.errstate(all="ignore"):
+        mlo, mhi, _, _ = interval_pass(net, [[fmpq(2), fmpq(1)]], [0])
+    assert mlo[0] <= math.sqrt(3 / 2) <= mhi[0]  # h = (sqrt(3/2), 0, -sqrt(3/2)) exactly
+    assert not mlo[0] > 0  # undecided by intervals ...
+    cert = certify(net, [[2, 1], [1, 2]], [0, 1], intervals=True)
+    assert [p.verdict for p in cert.points] == ["right", "right"]  # ... decided by balls
+    assert all(p.precision > 53 for p in cert.points)
