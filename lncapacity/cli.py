@@ -9,7 +9,9 @@ Output files are written atomically and only after every check has passed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import math
 import os
 import signal
 import sys
@@ -19,13 +21,15 @@ from typing import Any
 
 from . import __version__, fileformat, floats
 from .arith import json_float
-from .certify import Certificate, certify
+from .certify import Certificate, certify, exact_scores
 from .construct import DEFAULT_METHOD, METHODS, build
 from .data import PointSet, load_points
 from .errors import ConstructionError, InputError
 from .model import LNNet
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD = 0, 1, 2
+NOT_RIGHT_SHOWN, NOT_RIGHT_PRINTED = 1000, 20
+"""How many points not certainly right the JSON summary lists, and the text prints."""
 
 
 class Bar:
@@ -138,6 +142,44 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0, help="seed of the --random points")
     s.add_argument("--restarts", type=int, default=16, help="search restarts per labeling")
     output(s, workers=True)
+
+    im = sub.add_parser(
+        "import",
+        help="read a PyTorch LN-Net (nn.Sequential of Linear and LayerNorm) as an exact net",
+        description="Read MODEL (torch.save of an nn.Sequential of Linear and LayerNorm "
+        "modules, or of its state_dict) with torch.load(weights_only=True), convert every "
+        "weight exactly, and write it as an lnnet file (lnnet/1, or lnnet/1.1 when it has "
+        "LayerNorm gains or biases or layers of different widths).",
+    )
+    im.add_argument("model", metavar="MODEL.pt")
+    im.add_argument("--out", required=True, metavar="NET.json", help="the lnnet file to write")
+    im.add_argument(
+        "--spec",
+        metavar="KINDS",
+        help="for a state dict: the module kinds in order, comma-separated (Linear, LayerNorm, "
+        "Dropout, Identity); default: read off the weights' shapes",
+    )
+    im.add_argument(
+        "--eps", type=float, default=1e-5, help="for a state dict: the LayerNorms' eps (1e-5)"
+    )
+    im.add_argument("--classes", metavar="C1,C2", help="names of the outputs (default 0, 1, ...)")
+    im.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
+
+    ex = sub.add_parser(
+        "export",
+        help="write a net as a PyTorch module (torch.save) and/or an ONNX model",
+        description="Write an lnnet file as PyTorch's own modules (an nn.Sequential of Linear "
+        "and LayerNorm, saved with torch.save) and/or as an ONNX model (Gemm and "
+        "LayerNormalization, opset 17; needs the onnx package).",
+    )
+    ex.add_argument("net", metavar="NET.json")
+    ex.add_argument("--torch", metavar="MODEL.pt", help="write the PyTorch module here")
+    ex.add_argument("--onnx", metavar="MODEL.onnx", help="write the ONNX model here")
+    ex.add_argument(
+        "--dtype",
+        help="float64, float32 or bfloat16 (ONNX: float64 or float32); default: the dtype "
+        "a PyTorch import recorded, else float64 (ONNX: float32)",
+    )
 
     vs = sub.add_parser(
         "verify-shatter",
@@ -357,11 +399,90 @@ def cmd_verify_shatter(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from .interop import load_torch
+
+    fileformat.check_outputs({"--out": args.out}, [args.model])
+    spec = None if args.spec is None else [k for k in args.spec.split(",") if k.strip()]
+    if args.eps < 0 or not math.isfinite(args.eps):
+        raise InputError("--eps must be a finite number >= 0")
+    net = load_torch(args.model, spec=spec, eps=args.eps)
+    if args.classes is not None:
+        names = [c.strip() for c in args.classes.split(",")]
+        labels: list[Any] = [int(c) for c in names] if all(_is_int(c) for c in names) else names
+        if len(labels) != len(net.classes) or len(set(labels)) != len(labels):
+            raise InputError(
+                f"--classes: the net has {len(net.classes)} outputs; give as many distinct names"
+            )
+        net = dataclasses.replace(net, classes=tuple(labels))
+    doc = fileformat.to_dict(net)
+    fileformat.write_all_atomic([(args.out, fileformat.dumps(doc))])
+    summary = {
+        "model": args.model,
+        "net": args.out,
+        "format": doc["format"],
+        "requires": doc.get("requires", []),
+        "input_dim": net.input_dim,
+        "width": net.width,
+        "widths": list(net.widths),
+        "depth": net.depth,
+        "classes": list(net.classes),
+        "eps": str(net.eps),
+        "eps_float": float(net.eps),
+        "layernorm_affine": [not net.norm(i).is_identity for i in range(net.depth)],
+        "dtype": net.meta["torch"]["dtype"],
+    }
+    if args.json:
+        print(json.dumps(summary, indent=1))
+    else:
+        widths = "-".join(map(str, net.widths)) or "none"
+        affine = sum(summary["layernorm_affine"])
+        print(
+            f"{args.model}: {len(net.meta['torch']['modules'])} modules, "
+            f"{summary['dtype']} weights read exactly\n"
+            f"net: input {net.input_dim}, widths {widths}, depth {net.depth}, "
+            f"{len(net.classes)} outputs, eps {float(net.eps):g}, "
+            f"{affine} LayerNorms with gain/bias ({doc['format']})\n"
+            f"wrote {args.out}"
+        )
+    return EXIT_OK
+
+
+def _is_int(text: str) -> bool:
+    t = text[1:] if text[:1] in "+-" else text
+    return t.isdigit()
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .interop import TORCH_DTYPES, default_dtype, to_onnx, torch_bytes
+
+    if not args.torch and not args.onnx:
+        raise InputError("export: give --torch MODEL.pt and/or --onnx MODEL.onnx")
+    fileformat.check_outputs({"--torch": args.torch, "--onnx": args.onnx}, [args.net])
+    if args.dtype is not None and args.dtype not in TORCH_DTYPES:
+        raise InputError(f"--dtype: choose from {', '.join(TORCH_DTYPES)}")
+    net = fileformat.load(args.net)
+    files: list[tuple[str, bytes]] = []
+    if args.torch:
+        files.append((args.torch, torch_bytes(net, args.dtype)))
+    if args.onnx:
+        dt = args.dtype or ("float64" if default_dtype(net) == "float64" else "float32")
+        if dt not in ("float32", "float64"):
+            raise InputError(f"--dtype {dt}: ONNX export writes float32 or float64")
+        files.append((args.onnx, to_onnx(net, dt)))
+    fileformat.write_all_atomic(files)
+    for path, _ in files:
+        print(f"wrote {path}")
+    return EXIT_OK
+
+
 COMMANDS = {
     "certify": cmd_certify,
     "verify": cmd_verify,
     "shatter": cmd_shatter,
     "verify-shatter": cmd_verify_shatter,
+    "import": cmd_import,
+    "export": cmd_export,
 }
 
 
@@ -373,9 +494,15 @@ def _check_and_report(
     out: str | None,
 ) -> int:
     cert, seconds["certify"] = _run(
-        "certifying", args.quiet, lambda bar: certify(net, points, progress=bar)
+        "certifying", args.quiet, lambda bar: certify(net, points, progress=bar, scores=True)
     )
-    checks = [floats.check(net, points, b) for b in _float_backends(args.float)]
+    backends = _float_backends(args.float)
+    exact = cert.scores if cert.scores is not None and len(points.X) else None
+
+    def refine(rows: list[int]) -> Any:
+        return exact_scores(net, [points.X[k] for k in rows])
+
+    checks = [floats.check(net, points, b, exact, refine) for b in backends]
     if cert.all_certified:
         files = []
         if args.certificate:
@@ -394,6 +521,7 @@ def _check_and_report(
         print(
             f"lncapacity: error: certificate fails at {bad}"
             + (f" and {more} more" if more > 0 else "")
+            + f" ({cert.wrong} certainly wrong, {cert.undecided} undecided)"
             + ("; nothing written" if out or args.certificate else ""),
             file=sys.stderr,
         )
@@ -442,8 +570,25 @@ def _summary(
         "depth": net.depth,
         "folds": net.meta.get("folds"),
         "depth_bound": max(points.m - 2, 0),
+        "trained": net.meta.get("source") == "torch",  # imported from PyTorch
+        "width": net.width,  # null when the layers' widths differ
+        "widths": list(net.widths),
         "certified": cert.certified,
         "all_certified": cert.all_certified,
+        # every point is certainly right, certainly wrong, or undecided at the precision cap
+        "certainly_right": cert.right,
+        "certainly_wrong": cert.wrong,
+        "undecided": cert.undecided,
+        # the points not certainly right (the first NOT_RIGHT_SHOWN), with their verdicts
+        "not_right": [
+            {
+                "point": p.index,
+                "where": _where(points, p.index),
+                "verdict": p.verdict,
+                "margin_interval": [json_float(v) for v in p.margin_interval],
+            }
+            for p in cert.failures[:NOT_RIGHT_SHOWN]
+        ],
         # null with a single class (nothing to separate) or when some point fails
         "min_certified_margin": json_float(cert.min_margin) if cert.all_certified else None,
         "precision_bits": cert.precision,
@@ -457,6 +602,8 @@ def _summary(
                 "library": "torch" if c.backend in floats.TORCH_BACKENDS else "numpy",
                 "dtype": c.dtype,
                 "max_abs_score": json_float(c.max_abs_score),
+                # worst |float score - exact score| in ulps of the dtype (an upper bound)
+                "max_ulps": None if c.max_ulps != c.max_ulps else json_float(c.max_ulps),
                 "warning": _float_warning(c, cert.all_certified),
             }
             for c in checks
@@ -485,6 +632,20 @@ def _float_warning(c: floats.FloatCheck, certified: bool) -> str | None:
     return None
 
 
+def _eps_text(eps: str) -> str:
+    """``eps`` as written in the file, or about it when that is long (a float's exact value)."""
+    if len(eps) <= 16:
+        return eps
+    p, _, q = eps.partition("/")
+    return f"{int(p) / int(q or 1):.6g} (exactly {eps})"
+
+
+def _width_text(s: dict[str, Any]) -> str:
+    if s["width"] is not None or not s["widths"]:
+        return str(s["width"] if s["width"] is not None else "-")
+    return "-".join(map(str, s["widths"]))
+
+
 def _text(s: dict[str, Any]) -> str:
     def num(x: float | None) -> str:
         if x is None:
@@ -495,7 +656,8 @@ def _text(s: dict[str, Any]) -> str:
     classes = ", ".join(map(str, s["classes"]))
     lines = [
         f"{s['data']}: {s['points']} points in R^{s['dim']}, classes {classes}{dup}",
-        f"net: width 3, depth {s['depth']} (bound m - 2 = {s['depth_bound']})"
+        f"net: width {_width_text(s)}, depth {s['depth']}"
+        + (f" (bound m - 2 = {s['depth_bound']})" if s["method"] else "")
         + (
             f", {s['folds']} before padding"
             if s["folds"] is not None and s["folds"] != s["depth"]
@@ -503,15 +665,22 @@ def _text(s: dict[str, Any]) -> str:
         )
         + (f", method {s['method']}" if s["method"] else "")
         + (f" (runs gave way: {s['fallback']})" if s.get("fallback") else "")
-        + f", eps {s['eps']}",
+        + f", eps {_eps_text(s['eps'])}",
         f"certified: {s['certified']}/{s['points']} points"
         + (
             f", min certified margin {num(s['min_certified_margin'])}"
             if s["all_certified"]
-            else "  FAILS"
+            else f"  FAILS: {s['certainly_wrong']} certainly wrong, {s['undecided']} undecided"
         )
         + f" ({s['precision_bits']} bits)",
     ]
+    shown = s.get("not_right", [])[:NOT_RIGHT_PRINTED]
+    for p in shown:
+        lo, hi = p["margin_interval"]
+        lo, hi = -math.inf if lo is None else lo, math.inf if hi is None else hi
+        lines.append(f"  {p['where']}: {p['verdict']}, margin in [{lo:.4g}, {hi:.4g}]")
+    if s["points"] - s["certified"] > len(shown):
+        lines.append(f"  ... and {s['points'] - s['certified'] - len(shown)} more")
     for name, c in s["float"].items():
         x = c["min_margin"]  # a float margin of 0 is a tie, not a tiny certified bound
         if x is None:  # infinite: +inf with one class, -inf (a NaN or infinite score) if wrong
@@ -519,7 +688,9 @@ def _text(s: dict[str, Any]) -> str:
         else:
             margin = f"{x:.4g}"
         flag = f"  WARNING: {c['warning']}" if c["warning"] else ""
-        lines.append(f"{name}: {c['agree']}/{c['total']} agree, min margin {margin}{flag}")
+        ulps = c.get("max_ulps")  # in the text for trained nets only (built ones are exact)
+        dist = "" if ulps is None or not s.get("trained") else f", max {ulps:.3g} ulp from exact"
+        lines.append(f"{name}: {c['agree']}/{c['total']} agree, min margin {margin}{dist}{flag}")
     for key in ("net", "certificate"):
         if s[key]:
             lines.append(f"wrote {s[key]}")
