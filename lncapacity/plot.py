@@ -391,6 +391,7 @@ def _grid(n: int) -> tuple[int, int]:
 
 
 def _runs_spans(v: np.ndarray, idx: np.ndarray) -> list[tuple[float, float, int]]:
+    """The label runs of ``v`` as ``(low, high, class)``, single values widened to be seen."""
     order = np.argsort(v, kind="stable")
     spans: list[tuple[float, float, int]] = []
     for k in order:
@@ -398,7 +399,11 @@ def _runs_spans(v: np.ndarray, idx: np.ndarray) -> list[tuple[float, float, int]
             spans[-1] = (spans[-1][0], float(v[k]), int(idx[k]))
         else:
             spans.append((float(v[k]), float(v[k]), int(idx[k])))
-    return spans
+    least = 0.006 * (float(np.max(v) - np.min(v)) or 1.0)
+    return [
+        (a, b, c) if b - a >= least else ((a + b - least) / 2, (a + b + least) / 2, c)
+        for a, b, c in spans
+    ]
 
 
 def fold_maps(
@@ -440,7 +445,7 @@ def fold_maps(
     present = sorted(set(idx.tolist()))
     with _mpl().rc_context(SLIDE):
         rows, ncols = _grid(len(chosen))
-        fig = _figure(4.2 * ncols + 1.5, 3.6 * rows + 0.8)
+        fig = _figure(max(7.5, 4.2 * ncols + 0.5), 3.6 * rows + 1.4)
         axes = fig.subplots(rows, ncols, squeeze=False)
         for ax in axes.ravel()[len(chosen) :]:
             ax.set_visible(False)
@@ -523,7 +528,7 @@ def fold_maps(
             Line2D([], [], color="black", linestyle=":", label="fold point"),
             Line2D([], [], color="0.3", linewidth=5, label="label runs (edges)"),
         ]
-        fig.legend(handles=handles, loc="outside right upper")
+        fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 2 * ncols))
         fig.suptitle(
             "Fold maps: value in -> value out" + _subsample_note(len(chosen), net.depth, "layers")
         )
@@ -564,7 +569,7 @@ def circles(
     R3 = math.sqrt(3.0)
     with _mpl().rc_context(SLIDE):
         rows, ncols = _grid(len(chosen))
-        fig = _figure(3.8 * ncols + 1.8, 3.8 * rows + 0.8)
+        fig = _figure(max(6.5, 3.8 * ncols + 0.5), 3.8 * rows + 1.6)
         axes = fig.subplots(rows, ncols, squeeze=False)
         for ax in axes.ravel()[len(chosen) :]:
             ax.set_visible(False)
@@ -625,9 +630,9 @@ def circles(
             Line2D([], [], color="0.25", marker=">", label="next read"),
             Line2D([], [], color="0.5", linewidth=6, label="class arcs (readout)"),
         ]
-        fig.legend(handles=handles, loc="outside right upper")
+        fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 2 * ncols))
         fig.suptitle(
-            "LayerNorm's output on the circle (plane orthogonal to (1,1,1))"
+            "LayerNorm's output on the circle\n(the plane orthogonal to (1, 1, 1))"
             + _subsample_note(len(chosen), net.depth, "layers")
         )
     return fig
