@@ -228,8 +228,8 @@ def float_trace(net: LNNet[fmpq], X: Any) -> Trace:
                 if j == 0:
                     span = float(np.max(s) - np.min(s)) if len(s) else 0.0
                     amplitude.append(span / 2 if span > 0 else 1.0)
-                else:
-                    amplitude.append(_amplitude(row))
+                else:  # a zero read (a constant net) has nothing to scale by
+                    amplitude.append(_amplitude(row) or 1.0)
             if j == len(net.layers):
                 break
             W, b = _floats(layer.W), np.array([float(x) for x in layer.b])
@@ -718,7 +718,7 @@ def _few(ks: Sequence[int], limit: int = 6) -> str:
 
 
 def _g(x: Any) -> str:
-    return "?" if x is None else f"{x:.3g}"
+    return "none" if x is None else f"{x:.3g}"
 
 
 def _layer_words(e: Mapping[str, Any], names: Sequence[Any]) -> str:
