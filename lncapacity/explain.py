@@ -30,11 +30,12 @@ when ``eps = 0``.
 **Runs and merges.** Sorted by value, a column splits into *label runs*
 (maximal blocks of one label).  A layer *merges* runs when a run after it holds
 points of two or more runs before it; values *merge* when two of one label end
-closer than ``MERGE_RTOL`` times the column's amplitude, or when a layer brings
-two of them from opposite sides of its fold point to neighbouring places and
-shrinks their relative gap more than ``1 / COLLAPSE`` times (the paper's merges
-are exact equalities; the short rational centres of ``pma`` leave them a hair,
-about ``1e-5`` of the amplitude, apart).
+closer than ``MERGE_RTOL`` times the column's amplitude (indistinguishable), and
+at a layer whose metadata says ``kind: pma`` by the paper's rule (its merges are
+exact equalities; the short rational centres of ``pma`` leave the pair a gap of
+up to a few tenths of its old one, so the rule, not the gap, names them; see
+:func:`merge_history`).  The ``runs`` construction joins runs and merges no
+values.
 The *label gap* of a column is the smallest distance between neighbours of
 different labels, relative to the amplitude ``sqrt 3 |P row|`` of the read
 (the largest value any point of the circle gives; the input column uses its
@@ -66,7 +67,6 @@ from .fileformat import U, V, read_vector
 from .model import LNNet
 
 __all__ = [
-    "COLLAPSE",
     "MERGE_RTOL",
     "Read",
     "Trace",
@@ -86,15 +86,11 @@ __all__ = [
 
 MERGE_RTOL = 1e-9
 """Same-label values closer than this times the amplitude count as merged."""
-COLLAPSE = 1e-2
-"""Same-label values from opposite sides of a fold point whose relative gap shrinks by more
-than ``1 / COLLAPSE`` in one layer count as merged (the paper's merges, made with rational
-centres a hair off the exact midpoints)."""
 
 KINDS = {
     "pma": "the paper's fold: the smallest value meets its nearest same-label value",
     "pma-reverse": "an injective fold (order reversed) inside the paper's algorithm",
-    "runs": "one label run fewer: the first run is folded onto the third",
+    "runs": "one label run fewer: the run at one end is folded onto the third from that end",
     "pad": "padding: an injective fold (order reversed), nothing merges",
     "constant": "one class only: a constant layer",
     "fold": "a plain fold",
@@ -387,30 +383,12 @@ def fold_points(net: LNNet[fmpq]) -> list[fmpq | None]:
     return out
 
 
-def merges_at(
-    before: np.ndarray,
-    after: np.ndarray,
-    labels: np.ndarray,
-    fold_point: float | None,
-    amp_before: float,
-    amp_after: float,
-) -> list[tuple[int, int]]:
-    """The pairs of values one layer merges (see the module doc), as point indices.
-
-    Neighbours of one label after the layer merge when their gap is below
-    ``MERGE_RTOL`` of the amplitude, or when they came from opposite sides of the
-    fold point and their relative gap shrank more than ``1 / COLLAPSE`` times.
-    """
+def merges_at(after: np.ndarray, labels: np.ndarray, amplitude: float) -> list[tuple[int, int]]:
+    """Neighbours of one label closer than ``MERGE_RTOL`` of the amplitude, as point indices."""
     order = np.argsort(after, kind="stable")
     a, b = order[:-1], order[1:]
     with np.errstate(all="ignore"):
-        g_after = (after[b] - after[a]) / amp_after
-        same = labels[a] == labels[b]
-        hit = same & (g_after < MERGE_RTOL)
-        if fold_point is not None:
-            sides = (before[a] - fold_point) * (before[b] - fold_point) < 0
-            g_before = np.abs(before[b] - before[a]) / amp_before
-            hit |= same & sides & (g_after < COLLAPSE * g_before)
+        hit = (labels[a] == labels[b]) & ((after[b] - after[a]) / amplitude < MERGE_RTOL)
     return [(int(i), int(j)) for i, j in zip(a[hit], b[hit], strict=True)]
 
 
@@ -422,13 +400,11 @@ def merge_history(net: LNNet[fmpq], trace: Trace, labels: np.ndarray) -> list[li
     applied to the groups so far: the group of the smallest value joins the group
     of the nearest larger value of its label (seed 000; lncapacity/construct/pma.py
     emulates these merges with rational centres, leaving the pair a gap of up to
-    a few tenths of its old one).  For any other layer, :func:`merges_at`.
-    Values come from ``trace`` (float64).  Each entry lists every point of the
-    new group, sorted.
+    a few tenths of its old one).  At every layer, also the values that
+    :func:`merges_at` finds equal.  Values come from ``trace``.  Each entry lists
+    every point of the new group, sorted.
     """
-    m = len(labels)
-    root = np.arange(m)
-    fps = fold_points(net)
+    root = np.arange(len(labels))
     out: list[list[list[int]]] = []
     for layer in range(1, trace.depth + 1):
         v0, v1 = trace.values[layer - 1], trace.values[layer]
@@ -436,6 +412,7 @@ def merge_history(net: LNNet[fmpq], trace: Trace, labels: np.ndarray) -> list[li
         if v0 is None or v1 is None:
             out.append(formed)
             continue
+        pairs = merges_at(v1, labels, trace.amplitude[layer])
         if net.layers[layer - 1].meta.get("kind") == "pma":
             order = np.argsort(v0, kind="stable")
             first = order[0]
@@ -443,17 +420,8 @@ def merge_history(net: LNNet[fmpq], trace: Trace, labels: np.ndarray) -> list[li
                 (k for k in order[1:] if labels[k] == labels[first] and root[k] != root[first]),
                 None,
             )
-            pairs = [] if partner is None else [(int(first), int(partner))]
-        else:
-            fp = fps[layer - 1]
-            pairs = merges_at(
-                v0,
-                v1,
-                labels,
-                None if fp is None else float(fp),
-                trace.amplitude[layer - 1],
-                trace.amplitude[layer],
-            )
+            if partner is not None:
+                pairs.insert(0, (int(first), int(partner)))
         for a, b in pairs:
             ra, rb = root[a], root[b]
             if ra == rb:
@@ -605,14 +573,13 @@ def explain(
         ]
 
     labels_arr = np.array(cls_index, dtype=np.intp)
-    if cols is not None:  # the merges read from the balls' midpoints
-        mids: list[np.ndarray | None] = [np.array([float(b.mid()) for b in c]) for c in cols]
-        mids += [None] * (len(trace.values) - len(mids))
-        history = merge_history(
-            net, Trace(mids, trace.amplitude, trace.angles, trace.radius, trace.scores), labels_arr
-        )
-    else:
-        history = merge_history(net, trace, labels_arr)
+    floats_of: list[np.ndarray | None] = list(trace.values)
+    if cols is not None:  # merges and folded ends read from the balls' midpoints
+        floats_of = [np.array([float(b.mid()) for b in c]) for c in cols]
+        floats_of += [None] * (len(trace.values) - len(floats_of))
+    history = merge_history(
+        net, Trace(floats_of, trace.amplitude, trace.angles, trace.radius, trace.scores), labels_arr
+    )
 
     def column_summary(c: int) -> dict[str, Any] | None:
         col = columns[c] if c < len(columns) else None
@@ -657,15 +624,27 @@ def explain(
             entry["merged_values"] = history[i - 1]
             if "fold_point" in entry and entry["fold_point"] is not None:
                 fp = float(parse_rational(entry["fold_point"]))
-                vals = trace.values[i - 1]
+                vals = floats_of[i - 1]
                 assert vals is not None
                 left = int(np.sum(vals < fp))
                 right = len(vals) - left
+                # the folded end: the side of the fold point with fewer whole label runs
+                # (then fewer values): runs of R_1.. (or ..R_n) are reflected over the rest
+                runs_left = sum(bool(np.all(vals[r] < fp)) for r in rb)
+                runs_right = sum(bool(np.all(vals[r] > fp)) for r in rb)
                 if left == 0 or right == 0:
                     side = "none"
+                elif runs_left != runs_right:
+                    side = "left" if runs_left < runs_right else "right"
                 else:
                     side = "left" if left <= right else "right"
-                entry["folded"] = {"end": side, "left": left, "right": right}
+                entry["folded"] = {
+                    "end": side,
+                    "left": left,
+                    "right": right,
+                    "runs_left": runs_left,
+                    "runs_right": runs_right,
+                }
         entry["words"] = _layer_words(entry, names)
         layers.append(entry)
 
@@ -738,7 +717,9 @@ def _layer_words(e: Mapping[str, Any], names: Sequence[Any]) -> str:
             parts.append("Every value lies on one side of the fold point: the order just reverses.")
         else:
             n = folded[folded["end"]]
-            parts.append(f"Folds the {folded['end']} end ({n} value{'s' * (n != 1)}).")
+            parts.append(
+                f"Folds the {folded['end']} end ({n} value{'s' * (n != 1)} beyond the fold point)."
+            )
     b, a = e.get("before"), e.get("after")
     if b and a:
         parts.append(f"Label runs {b['runs']} -> {a['runs']}.")

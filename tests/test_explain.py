@@ -95,7 +95,11 @@ def test_runs_removes_exactly_one_label_run_per_layer(nets) -> None:
     assert counts[-1] == 2
     assert counts == list(range(counts[0], 1, -1))
     for e in account["layers"]:
-        assert len(e["joined_runs"]) == 1  # R_1 folded onto R_3
+        (joined,) = e["joined_runs"]  # R_1 folded onto R_3, from one end or the other
+        n = e["before"]["runs"]
+        expected = [1, 3] if e["folded"]["end"] == "left" else [n - 2, n]
+        assert joined["runs_before"] == expected
+        assert e["merged_values"] == []  # runs join; values stay apart
         assert e["after"]["label_gap_certainly_positive"]
 
 
