@@ -374,13 +374,22 @@ def cmd_plot(args: argparse.Namespace) -> int:
     cert = None
     if points.d == 2:
         cert, _ = _run("certifying", args.quiet, lambda bar: certify(net, points, progress=bar))
+    created = not os.path.isdir(args.out)
     try:
         os.makedirs(args.out, exist_ok=True)
     except OSError as e:
         raise InputError(f"{args.out}: cannot create the folder: {e.strerror}") from None
-    paths = plot.save_figures(
-        net, points, out=args.out, formats=formats, certificate=cert, by=args.merge_by
-    )
+    try:
+        paths = plot.save_figures(
+            net, points, out=args.out, formats=formats, certificate=cert, by=args.merge_by
+        )
+    except BaseException:
+        if created:  # leave nothing behind, not even the empty folder
+            try:
+                os.rmdir(args.out)
+            except OSError:
+                pass
+        raise
     seconds = round(time.perf_counter() - start, 3)
     if args.json:
         print(json.dumps({"files": [str(p) for p in paths], "seconds": seconds}, indent=1))

@@ -569,7 +569,7 @@ def circles(
     R3 = math.sqrt(3.0)
     with _mpl().rc_context(SLIDE):
         rows, ncols = _grid(len(chosen))
-        fig = _figure(max(6.5, 3.8 * ncols + 0.5), 3.8 * rows + 1.6)
+        fig = _figure(max(6.5, 3.8 * ncols + 0.5), 4.4 * rows + 1.6)
         axes = fig.subplots(rows, ncols, squeeze=False)
         for ax in axes.ravel()[len(chosen) :]:
             ax.set_visible(False)
@@ -912,6 +912,8 @@ def merge_tree(
             LineCollection(segs, colors=colours, linewidths=1.2 if m <= 60 else 0.5, gid="edges")
         )
         present = sorted(set(idx.tolist()))
+        crowded = G.number_of_nodes() - m > 60
+        big, small = (40.0, 4.0) if crowded else (240.0, 20.0)
         for i in present:
             colour, marker = class_style(i, k)
             pts = [
@@ -937,11 +939,11 @@ def merge_tree(
                 ax.scatter(
                     [xpos[n] for n in grp],
                     [ypos[n] for n in grp],
-                    s=[20 + 60 * math.sqrt(G.nodes[n]["size"] / m) * 4 for n in grp],
+                    s=[big * math.sqrt(G.nodes[n]["size"] / m) + small for n in grp],
                     color=colour,
                     marker=marker,
                     edgecolors="black",
-                    linewidths=0.6,
+                    linewidths=0.3 if crowded else 0.6,
                     zorder=4,
                     gid=f"groups-{i}",
                 )

@@ -223,6 +223,10 @@ def test_cli_plot(nets, tmp_path) -> None:
         assert bad.returncode == 2, bad.stderr
         assert bad.stderr.startswith("lncapacity: error:") and message in bad.stderr
         assert len(bad.stderr.splitlines()) == 1
+    # points the net cannot read: an error, and no folder left behind
+    bad = run("plot", net_path, ROOT / "examples" / "xor.csv", "--out", tmp_path / "new")
+    assert bad.returncode == 2 and "not classes" in bad.stderr
+    assert not (tmp_path / "new").exists()
 
 
 @pytest.mark.slow
