@@ -125,6 +125,43 @@ for ax in axes:
 plt.show()
 
 # %% [markdown]
+# The same fold, seen in the plane. In the coordinates $(h\cdot u/|u|,\ h\cdot v/|v|)$
+# the affine map puts the points on the horizontal line at height $\beta |v|$, at
+# $(p - c)|u|$ along it. With $\varepsilon = 0$, LayerNorm is the **radial projection**
+# onto the circle of radius $\sqrt 3$: the line wraps onto the upper half circle, the
+# point at $c$ goes to the top, and points at equal distance from $c$ land at equal
+# heights, mirror images of each other. Reading with $v$ measures the height: that is the
+# fold. (With $\varepsilon > 0$ the image is pulled inside the circle, towards the
+# origin, most where the line is nearest: seed 001's $x / \sqrt{|x|^2 + \varepsilon}$.)
+
+# %%
+c, beta = 0.0, 0.5
+pts = np.array([-3.0, -1.5, -0.6, 0.0, 0.6, 1.5, 3.0])
+line = np.stack([(pts - c) * np.sqrt(2), np.full_like(pts, beta * np.sqrt(6))], axis=1)
+circle = np.sqrt(3) * line / np.linalg.norm(line, axis=1, keepdims=True)
+fig, ax = plt.subplots(figsize=(7.5, 5), layout="constrained")
+t = np.linspace(0, 2 * np.pi, 400)
+ax.plot(np.sqrt(3) * np.cos(t), np.sqrt(3) * np.sin(t), color="0.6", linewidth=1)
+ax.axhline(beta * np.sqrt(6), color="0.3", linewidth=1)
+colours = plt.cm.viridis(np.abs(pts) / np.abs(pts).max())
+for (x0, y0), (x1, y1), col, q in zip(line, circle, colours, pts, strict=True):
+    ax.plot([0, x0], [0, y0], color=col, linestyle=":", linewidth=1)
+    ax.scatter([x0], [y0], color=col, s=40, zorder=3)
+    ax.scatter([x1], [y1], color=col, s=40, marker="s", zorder=3)
+    ax.annotate(
+        f"p = {q:g}", (x0, y0), textcoords="offset points", xytext=(3, -15), ha="left", fontsize=9
+    )
+ax.set(
+    xlim=(-4.7, 5.1),
+    ylim=(-2, 2.6),
+    aspect="equal",
+    xlabel="h . u/|u|",
+    ylabel="h . v/|v|",
+    title="LayerNorm (eps = 0): the line (dots) wraps onto the circle (squares)",
+)
+plt.show()
+
+# %% [markdown]
 # ## 4. Normalisations that are affine
 #
 # Seed 003 asks whether BatchNorm or z-scoring could replace an activation. At inference,
