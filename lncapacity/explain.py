@@ -501,7 +501,7 @@ def _layer_constants(
 
 
 def _gaps(values: Sequence[arb], labels: Sequence[Any], amplitude: float) -> dict[str, Any]:
-    """Runs, value merges and the smallest label gap of one column of balls."""
+    """The order, label runs and smallest label gap of one column of balls."""
     order = sorted(range(len(values)), key=lambda i: values[i].mid())
     runs = label_runs(order, labels)
     label_gap, positive, where = math.inf, True, None
@@ -525,10 +525,27 @@ def _float_column(values: np.ndarray, labels: Sequence[Any], amplitude: float) -
     return _gaps([arb(float(v)) for v in values], labels, amplitude)
 
 
+def _show(v: Any) -> str:
+    """A metadata value in a few characters: rational strings as decimals."""
+    if isinstance(v, str):
+        try:
+            return f"{float(parse_rational(v)):.6g}"
+        except (ValueError, OverflowError):
+            return v if len(v) <= 40 else v[:37] + "..."
+    if isinstance(v, list):
+        return "[" + ", ".join(_show(x) for x in v[:6]) + (", ..." if len(v) > 6 else "") + "]"
+    return _show(str(v)) if not isinstance(v, (int, float)) else f"{v:g}"
+
+
 def _describe_kind(kind: str | None, meta: Mapping[str, Any]) -> str:
+    """The kind in words; an unknown kind is named, with its parameters."""
     if kind is None:
         return "a layer without construction notes"
-    words = KINDS.get(kind, f"a layer of kind {kind!r}")
+    if kind in KINDS:
+        words = KINDS[kind]
+    else:
+        params = [f"{k} {_show(v)}" for k, v in meta.items() if k not in ("kind", "why")]
+        words = f"a layer of kind {kind!r}" + (f" ({', '.join(params)})" if params else "")
     if meta.get("why"):
         words += f" (why: {meta['why']})"
     return words

@@ -12,6 +12,7 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -134,6 +135,18 @@ def test_three_classes_and_an_unknown_kind() -> None:
     assert [iv["class"] for iv in account["readout"]["intervals"]] == [2, 1, 0]
     assert account["layers"][0]["after"]["runs"] == 3
     json.dumps(account)  # plain data
+
+
+def test_unknown_kinds_are_named_with_their_parameters() -> None:
+    net, X, y = three_class_net()
+    meta = {"kind": "mystery", "centre": "-10", "tilt": ["1", "1/4"], "note": "new"}
+    odd = replace(net, layers=(replace(net.layers[0], meta=meta),))
+    (layer,) = explain(odd, X, y)["layers"]
+    assert layer["meta"] == meta
+    assert layer["words"].startswith(
+        "layer 1: a layer of kind 'mystery' (centre -10, tilt [1, 0.25], note new)."
+    )
+    assert parse_rational(layer["centre"]) == -10  # read from the weights all the same
 
 
 def test_class_intervals_are_the_upper_envelope() -> None:
