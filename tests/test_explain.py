@@ -211,3 +211,49 @@ def test_cli_explain(tmp_path, nets) -> None:
     bad = run("explain", path, ROOT / "examples" / "xor.csv")  # labels 0/1 are not a, b
     assert bad.returncode == 2
     assert bad.stderr.startswith("lncapacity: error:") and len(bad.stderr.splitlines()) == 1
+
+
+def test_every_labeling_of_six_points_reads_back_as_the_proofs_say() -> None:
+    """All 62 two-class labelings of 0..5, both methods, padded to depth 4.
+
+    runs layers: one label run fewer each, joined from the folded end, no values merged
+    (proofs/runs_fold.md); pma layers: one merge each, of values of one label that the
+    fold brings closer (seed 000); pad layers: injective, nothing joins or merges
+    (proofs/depth_and_padding.md); at the end two runs and the readout's threshold between.
+    """
+    X = [[k] for k in range(6)]
+    for code in range(1, 63):
+        y = [(code >> i) & 1 for i in range(6)]
+        for method in ("runs", "pma"):
+            net = lncapacity.build(X, y, method=method, depth=4)
+            account = explain(net, X, y)
+            assert account["certificate"]["all_certified"]
+            trace = float_trace(net, X)
+            for e in account["layers"]:
+                before, after = e["before"]["runs"], e["after"]["runs"]
+                if e["kind"] == "pad":
+                    assert (after, e["joined_runs"], e["merged_values"]) == (before, [], [])
+                    assert e["folded"]["end"] == "none"
+                elif e["kind"] == "runs":
+                    assert after == before - 1 and e["merged_values"] == []
+                    (joined,) = e["joined_runs"]
+                    ends = {"left": [1, 3], "right": [before - 2, before]}
+                    assert joined["runs_before"] == ends[e["folded"]["end"]]
+                elif e["kind"] == "pma":
+                    # the paper's merge, and maybe exact mirror images about the centre
+                    # (values between p_i and p_j, all of the other label: harmless)
+                    layer = e["layer"]
+                    v0, v1 = trace.values[layer - 1], trace.values[layer]
+                    assert e["merged_values"]
+                    for group in e["merged_values"]:
+                        assert len({y[k] for k in group}) == 1
+                    smallest = min(range(6), key=lambda k: v0[k])
+                    (group,) = [g for g in e["merged_values"] if smallest in g]
+                    a, b = min(group, key=lambda k: v0[k]), max(group, key=lambda k: v0[k])
+                    rel = [
+                        abs(v[b] - v[a]) / trace.amplitude[c]
+                        for c, v in ((layer - 1, v0), (layer, v1))
+                    ]
+                    assert rel[1] < rel[0]
+                    assert after <= before
+            assert account["layers"][-1]["after"]["runs"] == 2, (code, method)
