@@ -290,6 +290,8 @@ def ladder(
         raise InputError("this net has a map of rank above one: use mode='angle'")
     sets = _merged_sets(net, trace, idx) if mode == "rank" else None
     cols, ys, ylabel = _ladder_columns(trace, mode, sets)
+    if not cols:
+        raise InputError("nothing to draw: no LayerNorm layers and a readout of rank above one")
     sel = _select(len(cols), max_columns)
     xs = np.array([cols[i] for i in sel], dtype=float)
     Y = np.array([ys[i] for i in sel])  # (columns, m)
@@ -1000,7 +1002,9 @@ def save_figures(
     points = as_points(net, X, y)
     trace = float_trace(net, points)
     folder = Path(out)
-    figs: list[tuple[str, Figure]] = [("ladder", ladder(net, points, trace=trace))]
+    figs: list[tuple[str, Figure]] = []
+    if net.layers or trace.has_values:
+        figs.append(("ladder", ladder(net, points, trace=trace)))
     if trace.has_values:
         figs.append(("ladder_rank", ladder(net, points, mode="rank", trace=trace)))
     if net.layers and trace.has_values:
