@@ -418,7 +418,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if first:
         lines.append(
             f"input projection: {first['runs']} label runs, smallest label gap "
-            f"{first['label_gap']:.3g} (of the span)"
+            f"{first['label_gap']:.3g} (of half the span)"
         )
     lines += [e["words"] for e in account["layers"]]
     lines.append(account["readout"]["words"])

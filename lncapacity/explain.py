@@ -38,8 +38,8 @@ up to a few tenths of its old one, so the rule, not the gap, names them; see
 values.
 The *label gap* of a column is the smallest distance between neighbours of
 different labels, relative to the amplitude ``sqrt 3 |P row|`` of the read
-(the largest value any point of the circle gives; the input column uses its
-span): what float arithmetic must resolve (proofs/float_gap.md).
+(the largest value any point of the circle gives; for the input column, half
+its span): what float arithmetic must resolve (proofs/float_gap.md).
 
 Column values for :func:`explain` are computed in ball arithmetic (python-flint
 ``arb``) at the certificate's precision, and the margin is the certificate's
