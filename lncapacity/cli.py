@@ -415,6 +415,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
         f"eps {n['eps']}, classes {', '.join(map(str, n['classes']))}"
         + (f", method {n['method']}" if n["method"] else ""),
     ]
+    if n["meta"].get("fallback"):
+        lines.append(f"runs gave way to pma: {n['meta']['fallback']}")
     if first:
         lines.append(
             f"input projection: {first['runs']} label runs, smallest label gap "
