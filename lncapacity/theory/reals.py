@@ -26,7 +26,15 @@ from flint import acb, arb, ctx, fmpq, fmpq_poly, fmpz_poly
 
 from ..arith import arb_to_fmpq, format_rational, precision
 
-__all__ = ["CertifiedReal", "bounds", "decimal", "rational", "real_roots", "smallest_real_root"]
+__all__ = [
+    "CertifiedReal",
+    "bounds",
+    "compare",
+    "decimal",
+    "rational",
+    "real_roots",
+    "smallest_real_root",
+]
 
 
 @dataclass(frozen=True)
@@ -75,11 +83,46 @@ class CertifiedReal:
                 return a, b
         return format_rational(self.lo), format_rational(self.hi)  # pragma: no cover
 
+    def refined(self) -> CertifiedReal:
+        """An algebraic value with its isolating interval halved (by the exact sign test)."""
+        if self.poly is None or self.lo == self.hi:
+            return self
+        mid = (self.lo + self.hi) / 2
+        s = _sign(self.poly, mid)
+        if s == 0:  # pragma: no cover - an irreducible polynomial of degree >= 2 has no rational root
+            return CertifiedReal(mid, mid)
+        if _sign(self.poly, self.lo) * s < 0:
+            return CertifiedReal(self.lo, mid, self.poly)
+        return CertifiedReal(mid, self.hi, self.poly)
+
     def to_json(self) -> str | list[str]:
         """An exact string (rational, or algebraic root) or certified ``[lo, hi]`` decimals."""
         if self.is_exact:
             return str(self)
         return list(self.printable_interval())
+
+
+def compare(a: CertifiedReal, b: CertifiedReal, max_steps: int = 4000) -> int | None:
+    """The sign of ``a - b``, decided exactly for exact values; None when bounds overlap.
+
+    Isolating intervals are halved until they separate; two roots of the same
+    irreducible polynomial whose intervals share a sign change are the same root.
+    """
+    for _ in range(max_steps):
+        if a.hi < b.lo:
+            return -1
+        if b.hi < a.lo:
+            return 1
+        if a.lo == a.hi and b.lo == b.hi:
+            return 0
+        if not (a.is_exact and b.is_exact):
+            return None
+        if a.poly is not None and a.poly == b.poly:
+            lo, hi = max(a.lo, b.lo), min(a.hi, b.hi)
+            if lo < hi and _sign(a.poly, lo) * _sign(a.poly, hi) < 0:
+                return 0
+        a, b = a.refined(), b.refined()
+    return None  # pragma: no cover
 
 
 def rational(q: Any) -> CertifiedReal:
