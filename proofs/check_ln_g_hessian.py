@@ -65,7 +65,9 @@ def test_within_plus_between_and_convexity_steps():
     assert sp.expand(lhs - within - between) == 0
     # (ii) power mean: (1/a^2 + 1/b^2 + 1/c^2) (a + b + c)^2 >= 27, g = 3
     a, b, c = sp.symbols("a b c", positive=True)
-    expr = sp.expand((b**2 * c**2 + a**2 * c**2 + a**2 * b**2) * (a + b + c) ** 2 - 27 * a**2 * b**2 * c**2)
+    expr = sp.expand(
+        (b**2 * c**2 + a**2 * c**2 + a**2 * b**2) * (a + b + c) ** 2 - 27 * a**2 * b**2 * c**2
+    )
     assert sp.expand(expr.subs({a: 1, b: 1, c: 1})) == 0  # equality at equal spreads
     for vals in [(1, 2, 3), (1, 1, 5), (sp.Rational(1, 3), 7, 2)]:
         assert expr.subs(dict(zip((a, b, c), vals, strict=True))) > 0

@@ -56,7 +56,9 @@ def test_riechers_eq6_is_layer_norm_with_gain_and_lies_on_the_ellipsoid():
     a = [sp.Rational(3), sp.Rational(-1, 2), sp.Rational(7, 3)]
     gain, bias = [sp.Rational(1), sp.Rational(2), sp.Rational(3)], [sp.Rational(1, 2), 0, -1]
     for eps in (0, sp.Rational(1, 10)):
-        eq1 = [gi * v + bi for gi, v, bi in zip(gain, layer_norm(a, eps, sp.sqrt), bias, strict=True)]
+        eq1 = [
+            gi * v + bi for gi, v, bi in zip(gain, layer_norm(a, eps, sp.sqrt), bias, strict=True)
+        ]
         eq6 = riechers_layer_norm(a, gain, bias, eps)
         assert all(sp.simplify(u - v) == 0 for u, v in zip(eq1, eq6, strict=True))
         form, normal = ellipsoid_form(eq6, gain, bias)
@@ -88,7 +90,15 @@ def test_riechers_alternative_zeta_is_one_over_lambda_exactly():
         g = [fmpq(v) for v in gain]
         N = len(g)
         P = [[fmpq(int(i == j)) - fmpq(1, N) for j in range(N)] for i in range(N)]
-        PG2P = fmpq_mat(N, N, [sum((P[i][k] * g[k] ** 2 * P[k][j] for k in range(N)), fmpq(0)) for i in range(N) for j in range(N)])
+        PG2P = fmpq_mat(
+            N,
+            N,
+            [
+                sum((P[i][k] * g[k] ** 2 * P[k][j] for k in range(N)), fmpq(0))
+                for i in range(N)
+                for j in range(N)
+            ],
+        )
         zeta_poly = fmpq_poly(PG2P.charpoly().coeffs()[1:])  # drop the zero eigenvalue (1)
         ax = ellipsoid_axes(g)
         # the polynomial whose roots are 1/lambda: reverse the lambda polynomial
@@ -128,7 +138,11 @@ def test_batch_statistics_are_nonlinear_fixed_statistics_are_affine():
         return [a for r in z_score([v[0:2], v[2:4], v[4:6]]) for a in r]
 
     def fixed(v):
-        return [a for r in z_score([v[0:2], v[2:4], v[4:6]], [1, 2], [3, 4], sp.Rational(1, 10)) for a in r]
+        return [
+            a
+            for r in z_score([v[0:2], v[2:4], v[4:6]], [1, 2], [3, 4], sp.Rational(1, 10))
+            for a in r
+        ]
 
     assert hessian_measure_exact(per_batch, batch) == sp.Rational(16605, 35378)
     assert hessian_measure_exact(fixed, batch) == 0

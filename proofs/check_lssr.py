@@ -71,7 +71,10 @@ def _rand_data(rng, m, d, k):
 
 def _apply(C, X, t=None):
     return [
-        [sum((C[i][j] * x[j] for j in range(len(x))), fmpq(0)) + (t[i] if t else 0) for i in range(len(C))]
+        [
+            sum((C[i][j] * x[j] for j in range(len(x))), fmpq(0)) + (t[i] if t else 0)
+            for i in range(len(C))
+        ]
         for x in X
     ]
 
@@ -109,7 +112,9 @@ def test_xor_lssr_is_one_and_one_ln_layer_makes_it_zero_exactly():
     H = []
     for x in XOR:
         p = x[0] + x[1] - 1
-        H.append(layer_norm([sp.Integer(p * ui + vi) for ui, vi in zip(u, v, strict=True)], 0, sp.sqrt))
+        H.append(
+            layer_norm([sp.Integer(p * ui + vi) for ui, vi in zip(u, v, strict=True)], 0, sp.sqrt)
+        )
     Sw, St, _ = _sym_scatter(H, XOR_Y)
     w = sp.Matrix(v)
     # the read w = v is constant on each class and differs between them: quotient 0 / positive
@@ -135,6 +140,6 @@ def test_built_nets_lower_lssr_certified():
             assert first.is_exact
             hidden = [s.lssr for s in layers[1:-1]]
             # some LN layer lowers LSSR, certified: no affine map can (Prop. 2)
-            drops = [b.hi < a.lo for a, b in zip([first, *hidden], hidden)]
+            drops = [b.hi < a.lo for a, b in zip([first, *hidden], hidden, strict=False)]
             assert any(drops)
             assert hidden[-1].hi < first.lo

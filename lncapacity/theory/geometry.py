@@ -81,7 +81,7 @@ def project_and_scale(x: Sequence[Any]) -> tuple[list[fmpq], fmpq]:
 
 
 def ln_norm_squared(x: Sequence[Any], eps: Any = 0) -> fmpq:
-    """``|LN(x)|^2 = d rho^2 / (rho^2 + d eps)`` exactly: ``d`` at ``eps = 0``, ``< d`` for ``eps > 0``."""
+    """``|LN(x)|^2 = d rho^2 / (rho^2 + d eps)``, exact: ``d`` at ``eps = 0``, else ``< d``."""
     xs, e = _q(x), exact(eps)
     d = len(xs)
     mean = sum(xs, fmpq(0)) / d
@@ -111,7 +111,10 @@ def riechers_layer_norm(
 
 
 def ellipsoid_form(y: Sequence[Any], gain: Sequence[Any], bias: Sequence[Any]) -> tuple[Any, Any]:
-    """``((y - b)^T G^-2 (y - b), alpha . (y - b))``: ``<= N`` (``= N`` at ``eps = 0``) and ``0`` on the image."""
+    """``((y - b)^T G^-2 (y - b), alpha . (y - b))``: at most ``N``, and 0.
+
+    Both vanish / hold exactly for points of the image of :func:`riechers_layer_norm`.
+    """
     c = [yi - bi for yi, bi in zip(y, bias, strict=True)]
     form = sum((ci * ci / (g * g) for ci, g in zip(c, gain, strict=True)), 0 * c[0])
     normal = sum((ci / g for ci, g in zip(c, gain, strict=True)), 0 * c[0])
@@ -157,7 +160,10 @@ def ellipsoid_axes(gain: Sequence[Any]) -> EllipsoidAxes:
     aa = sum((a * a for a in alpha), fmpq(0))
     Pi2 = [[fmpq(int(i == j)) - alpha[i] * alpha[j] / aa for j in range(N)] for i in range(N)]
     Gm2 = [1 / (v * v) for v in g]
-    M = [[sum((Pi2[i][k] * Gm2[k] * Pi2[k][j] for k in range(N)), fmpq(0)) for j in range(N)] for i in range(N)]
+    M = [
+        [sum((Pi2[i][k] * Gm2[k] * Pi2[k][j] for k in range(N)), fmpq(0)) for j in range(N)]
+        for i in range(N)
+    ]
     Mq = fmpq_mat(N, N, [v for row in M for v in row])
     p = Mq.charpoly()
     reduced = fmpq_poly(p.coeffs()[1:])  # p = x * reduced: the zero eigenvalue (alpha) removed
@@ -169,13 +175,11 @@ def ellipsoid_axes(gain: Sequence[Any]) -> EllipsoidAxes:
     mf = np.array([[float(v) for v in row] for row in M])
     vals, vecs = np.linalg.eigh(mf)
     order = np.argsort(vals)[1:]  # drop the (numerically) zero eigenvalue of alpha
-    return EllipsoidAxes(
-        N, tuple(eig), tuple(alpha), vecs[:, order], np.sqrt(N / vals[order])
-    )
+    return EllipsoidAxes(N, tuple(eig), tuple(alpha), vecs[:, order], np.sqrt(N / vals[order]))
 
 
 def hull_witness(keys: Sequence[Sequence[Any]], i: int) -> list[fmpq] | None:
-    """Exact ``lambda >= 0``, ``sum lambda = 1``, ``sum_j lambda_j k_j = k_i`` over ``j != i``, or None.
+    """Exact ``lambda >= 0``, ``sum lambda = 1``, ``sum_{j != i} lambda_j k_j = k_i``, or None.
 
     With a witness, ``q . k_i = sum_j lambda_j q . k_j <= max_j q . k_j`` for
     every query ``q``: key ``i`` can never be the strict argmax.
@@ -194,7 +198,7 @@ def hull_witness(keys: Sequence[Sequence[Any]], i: int) -> list[fmpq] | None:
 
 
 def selecting_queries(keys: Sequence[Sequence[Any]]) -> list[bool]:
-    """For the keys after LayerNorm (``eps = 0``): does ``q = P k_i`` make key ``i`` the strict winner?
+    """After LayerNorm (``eps = 0``): does the query ``P k_i`` make key ``i`` the strict winner?
 
     Decided exactly: the score of key ``j`` is ``sqrt(d) (P k_i . P k_j) / |P k_j|``,
     and ``(P k_i . P k_j) / |P k_j| < |P k_i|`` is compared through squares.  True
@@ -238,6 +242,9 @@ def z_score(
     if mean is None:
         mean = [sum((r[j] for r in rows[1:]), rows[0][j]) / m for j in range(d)]
     if var is None:
-        var = [sum(((r[j] - mean[j]) ** 2 for r in rows[1:]), (rows[0][j] - mean[j]) ** 2) / m for j in range(d)]
+        var = [
+            sum(((r[j] - mean[j]) ** 2 for r in rows[1:]), (rows[0][j] - mean[j]) ** 2) / m
+            for j in range(d)
+        ]
     scale = [sqrt(v + eps) for v in var]
     return [[(r[j] - mean[j]) / scale[j] for j in range(d)] for r in rows]

@@ -61,7 +61,10 @@ __all__ = [
     "ln_hessian_float",
     "minimise_ratio",
     "ratio_lower_bound",
+    "sample_input",
 ]
+
+KINDS = ("gaussian", "sparse", "adversarial")
 
 
 def _groups(d: int, groups: int) -> int:
@@ -89,8 +92,10 @@ def layer_norm_groups(
         k = _groups(d, groups)
         z = x.reshape(*x.shape[:-1], groups, k)
         if centre:
-            z = z - z.mean(-1, keepdims=True) if isinstance(x, np.ndarray) else z - z.mean(
-                -1, keepdim=True
+            z = (
+                z - z.mean(-1, keepdims=True)
+                if isinstance(x, np.ndarray)
+                else z - z.mean(-1, keepdim=True)
             )
         if isinstance(x, np.ndarray):
             s = np.sqrt((z * z).mean(-1, keepdims=True) + eps)
@@ -249,7 +254,31 @@ def minimise_ratio(
     return x
 
 
-def eps_counterexample(d: int, groups: int, spread: Any = fmpq(1, 10**12)) -> list[fmpq]:
+def sample_input(kind: str, d: int, groups: int, rng: np.random.Generator) -> list[fmpq]:
+    """A seeded test input for the proposition, as exact rationals (the floats' dyadic values).
+
+    ``gaussian``: i.i.d. standard normal.  ``sparse``: normal entries kept with
+    probability 0.3, at least one per group (so no group is constant, the
+    proposition's assumption; a group with a single nonzero entry is the most
+    lopsided one).  ``adversarial``: a Gaussian start moved by
+    :func:`minimise_ratio` towards the smallest ratio.
+    """
+    k = _groups(d, groups)
+    x = rng.standard_normal(d)
+    if kind == "sparse":
+        mask = rng.random(d) < 0.3
+        for G in range(groups):
+            if not mask[G * k : (G + 1) * k].any():
+                mask[G * k + rng.integers(k)] = True
+        x = x * mask
+    elif kind == "adversarial":
+        x = minimise_ratio(d, groups, x, steps=300)
+    elif kind != "gaussian":
+        raise ValueError(f"unknown kind {kind!r} (one of {', '.join(KINDS)})")
+    return [exact(float(v)) for v in x]
+
+
+def eps_counterexample(d: int, groups: int, spread: Any = "1e-12") -> list[fmpq]:
     """An input at which, with ``eps > 0`` (e.g. PyTorch's ``1e-5``), the ratio is far below 1.
 
     Group ``G`` (from 0) is ``G / g`` plus offsets ``spread * (j - (k-1)//2)``: each

@@ -18,6 +18,7 @@ isolating intervals (so it still isolates the root, sign change re-checked).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from typing import Any
@@ -89,7 +90,7 @@ class CertifiedReal:
             return self
         mid = (self.lo + self.hi) / 2
         s = _sign(self.poly, mid)
-        if s == 0:  # pragma: no cover - an irreducible polynomial of degree >= 2 has no rational root
+        if s == 0:  # pragma: no cover - irreducible of degree >= 2: no rational root
             return CertifiedReal(mid, mid)
         if _sign(self.poly, self.lo) * s < 0:
             return CertifiedReal(self.lo, mid, self.poly)
@@ -209,7 +210,7 @@ def real_roots(p: fmpq_poly, all_real: bool = False) -> list[CertifiedReal]:
                     if r is not None:
                         roots.append(r)
         roots.sort(key=lambda r: r.lo)
-        if all(a.hi < b.lo for a, b in zip(roots, roots[1:])):
+        if all(a.hi < b.lo for a, b in itertools.pairwise(roots)):
             return [_short(roots, i) for i in range(len(roots))]
         prec *= 2
         if prec > 1 << 16:  # pragma: no cover - distinct roots separate eventually

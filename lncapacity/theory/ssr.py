@@ -161,7 +161,9 @@ def _range_coordinates(St: fmpq_mat) -> list[int]:
     return pivots
 
 
-def pencil_exact(Sw: np.ndarray, St: np.ndarray, max_rank: int | None = None) -> CertifiedReal | None:
+def pencil_exact(
+    Sw: np.ndarray, St: np.ndarray, max_rank: int | None = None
+) -> CertifiedReal | None:
     """The smallest eigenvalue of the pencil ``(S_w, S_t)`` on ``range(S_t)``, exact.
 
     ``S_w``, ``S_t`` rational (``0 <= S_w <= S_t``).  On the pivot coordinates
@@ -200,7 +202,9 @@ def _ldl_positive(A: list[list[Any]]) -> bool:
             return False
         D.append(dj)
         for i in range(j + 1, n):
-            L[i][j] = (arb(A[i][j]) - sum((L[i][k] * L[j][k] * D[k] for k in range(j)), arb(0))) / dj
+            L[i][j] = (
+                arb(A[i][j]) - sum((L[i][k] * L[j][k] * D[k] for k in range(j)), arb(0))
+            ) / dj
     return True
 
 

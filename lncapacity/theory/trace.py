@@ -196,7 +196,7 @@ def _hidden_rank_one(
             s = (alpha * U[:, 0] + beta * U[:, 1]).astype(object)
         if progress:
             progress(li, net.depth + 1)
-    return stats + [_readout(net, Sw, St)], tight
+    return [*stats, _readout(net, Sw, St)], tight
 
 
 def _readout(net: LNNet[fmpq], Sw: np.ndarray, St: np.ndarray) -> LayerStats:
