@@ -29,7 +29,7 @@ from bench_methods import random_set  # the same sets (this folder is on sys.pat
 from lncapacity import build
 from lncapacity.arith import exact
 from lncapacity.theory.hessian import ln_hessian, ln_hessian_float
-from lncapacity.theory.trace import START_PRECISION, trace
+from lncapacity.theory.net_trace import START_PRECISION, trace
 
 
 def trace_table(sizes: list[int]) -> None:

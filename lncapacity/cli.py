@@ -514,7 +514,7 @@ def _theory_parsers(sub: Any, output: Callable[..., None]) -> None:
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
-    from .theory.trace import trace
+    from .theory.net_trace import trace
 
     net = fileformat.load(args.net)
     points = load_points(args.data)

@@ -10,8 +10,8 @@ from flint import fmpq
 import lncapacity
 from lncapacity.model import layer_norm
 from lncapacity.theory import lssr, ssr
+from lncapacity.theory.net_trace import trace
 from lncapacity.theory.reals import compare
-from lncapacity.theory.trace import trace
 
 XOR = [[0, 0], [1, 1], [0, 1], [1, 0]]
 XOR_Y = [0, 0, 1, 1]

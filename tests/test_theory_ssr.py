@@ -1,4 +1,4 @@
-"""SSR and LSSR (lncapacity.theory.ssr) and their trace through nets (lncapacity.theory.trace)."""
+"""SSR and LSSR (theory.separability) and their trace through nets (theory.net_trace)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import lncapacity
 from lncapacity.errors import InputError
 from lncapacity.model import Affine, LNNet
 from lncapacity.theory import lssr, scatter_matrices, ssr
+from lncapacity.theory.net_trace import _hidden, _hidden_rank_one, _scalar_steps, trace
 from lncapacity.theory.reals import CertifiedReal, compare
-from lncapacity.theory.ssr import pencil_bounds
-from lncapacity.theory.trace import _hidden, _hidden_rank_one, _scalar_steps, trace
+from lncapacity.theory.separability import pencil_bounds
 
 XOR = [[0, 0], [1, 1], [0, 1], [1, 0]]
 

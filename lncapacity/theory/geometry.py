@@ -111,9 +111,10 @@ def riechers_layer_norm(
 
 
 def ellipsoid_form(y: Sequence[Any], gain: Sequence[Any], bias: Sequence[Any]) -> tuple[Any, Any]:
-    """``((y - b)^T G^-2 (y - b), alpha . (y - b))``: at most ``N``, and 0.
+    """``(form, normal) = ((y - b)^T G^-2 (y - b), alpha . (y - b))`` for a point ``y``.
 
-    Both vanish / hold exactly for points of the image of :func:`riechers_layer_norm`.
+    On the image of :func:`riechers_layer_norm` (gain ``g``, bias ``b``):
+    ``normal = 0`` and ``form <= N``, with ``form = N`` exactly when ``eps = 0``.
     """
     c = [yi - bi for yi, bi in zip(y, bias, strict=True)]
     form = sum((ci * ci / (g * g) for ci, g in zip(c, gain, strict=True)), 0 * c[0])

@@ -1,13 +1,13 @@
 """SSR and LSSR after every layer of an LN-Net, certified (``lncapacity trace``).
 
 The input is rational, so its SSR and LSSR are exact
-(:func:`~lncapacity.theory.ssr.lssr`).  The outputs of a LayerNorm layer involve
+(:func:`~lncapacity.theory.separability.lssr`).  The outputs of a LayerNorm layer involve
 square roots; they are enclosed in python-flint ``arb`` balls (the same
 arithmetic as the certificate, :mod:`lncapacity.certify`), vectorised over the
 points, and the scatter matrices are formed in balls.  Then
 
 * SSR is a ball quotient ``tr S_w / tr S_t``, reported as ``[lo, hi]``;
-* LSSR is bounded by :func:`~lncapacity.theory.ssr.pencil_bounds` on the
+* LSSR is bounded by :func:`~lncapacity.theory.separability.pencil_bounds` on the
   subspace where the layer's outputs live: every LayerNorm output is
   orthogonal to ``1`` (exactly, whatever ``eps``), so the pencil is taken on a
   rational basis of ``1^perp``; the readout ``z = R h + r`` sees the hidden
@@ -35,7 +35,7 @@ from ..data import PointSet, points_from_arrays
 from ..errors import InputError
 from ..model import LNNet
 from .reals import CertifiedReal
-from .ssr import _data, pencil_bounds, pencil_exact, scatter_matrices, ssr_of_scatter
+from .separability import _data, pencil_bounds, pencil_exact, scatter_matrices, ssr_of_scatter
 
 __all__ = ["LayerStats", "trace"]
 
