@@ -78,6 +78,11 @@ def test_ellipsoid_axes_exact():
     ax = ellipsoid_axes([1, 2, 2, 5, 7])
     assert sum(m for _, m in ax.eigenvalues) == 4  # N - 1 axes
     assert str(ax.eigenvalues[0][0].poly) == "7646*x^3 + (-4497)*x^2 + 312*x + (-5)"
+    for i, (lam, _) in enumerate(ax.eigenvalues):  # N / lambda, exact: a root of the reversed poly
+        sq = ax.length_squared(i)
+        if lam.poly is not None:
+            q = fmpq_poly(sq.poly)
+            assert q(sq.lo) * q(sq.hi) < 0 and sq.lo <= fmpq(ax.lengths[i] ** 2) <= sq.hi
     # the axis ends are attained: a = G^-1 y is on LN's sphere and maps to y (gain, eps = 0)
     for col, length in zip(ax.directions.T, ax.lengths, strict=True):
         y = col * length

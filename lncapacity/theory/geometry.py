@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from flint import fmpq, fmpq_mat, fmpq_poly
+from flint import fmpq, fmpq_mat, fmpq_poly, fmpz_poly
 
 from ..affine import feasible_point
 from ..arith import exact
@@ -137,12 +137,21 @@ class EllipsoidAxes:
     """Semi-axis lengths ``sqrt(N / lambda)`` (float64, one per direction)."""
 
     def length_squared(self, i: int) -> CertifiedReal:
-        """``N / lambda_i`` exactly: rational, or rigorous bounds from the isolating interval."""
+        """The squared semi-axis ``N / lambda_i``, exactly.
+
+        If ``lambda`` is the root of ``p(x) = sum c_j x^j`` in ``[lo, hi]`` (``lo > 0``),
+        then ``N / lambda`` is the root of ``x^n p(N / x) = sum c_j N^j x^(n-j)`` in
+        ``[N / hi, N / lo]``: ``x -> N / x`` maps the roots of one onto the other's.
+        """
         lam, _ = self.eigenvalues[i]
         if lam.rational is not None:
             v = self.N / lam.rational
             return CertifiedReal(v, v)
-        return CertifiedReal(self.N / lam.hi, self.N / lam.lo)
+        c = [int(v) for v in lam.poly.coeffs()]
+        n = len(c) - 1
+        q = fmpz_poly([c[n - j] * self.N ** (n - j) for j in range(n + 1)])
+        q = -q if int(q.coeffs()[-1]) < 0 else q
+        return CertifiedReal(self.N / lam.hi, self.N / lam.lo, q)
 
 
 def ellipsoid_axes(gain: Sequence[Any]) -> EllipsoidAxes:

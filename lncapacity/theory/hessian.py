@@ -42,6 +42,7 @@ uncentred LN-G compared with LN (inputs near the ``1`` direction).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -223,9 +224,11 @@ def hessian_measure(f: Callable[[Any], Any], x: Any, chunk: int | None = None) -
         chunk = max(1, min(d, (1 << 22) // max(1, d * d)))
     eye = torch.eye(d, dtype=torch.float64)
     total = 0.0
-    for start in range(0, d, chunk):
-        block = vmap(directional)(eye[start : start + chunk])
-        total += float((block * block).sum())
+    with warnings.catch_warnings():  # forward mode loads decompositions through torch.jit.script
+        warnings.filterwarnings("ignore", "`torch.jit.script` is deprecated", DeprecationWarning)
+        for start in range(0, d, chunk):
+            block = vmap(directional)(eye[start : start + chunk])
+            total += float((block * block).sum())
     return total
 
 

@@ -31,11 +31,18 @@ import numpy as np
 from flint import arb, fmpq, fmpq_mat
 
 from ..arith import precision
-from ..data import PointSet, points_from_arrays
+from ..data import PointSet
 from ..errors import InputError
 from ..model import LNNet
 from .reals import CertifiedReal
-from .separability import _data, pencil_bounds, pencil_exact, scatter_matrices, ssr_of_scatter
+from .separability import (
+    EXACT_MAX_RANK,
+    _data,
+    pencil_bounds,
+    pencil_exact,
+    scatter_matrices,
+    ssr_of_scatter,
+)
 
 __all__ = ["LayerStats", "trace"]
 
@@ -73,21 +80,19 @@ def trace(
 ) -> list[LayerStats]:
     """SSR and LSSR of the points before the first layer, after every LN layer, and of the scores.
 
-    ``X``: a :class:`~lncapacity.data.PointSet` or rows with labels ``y`` (any
-    labels; any number of classes, which need not be the net's).  The input
-    row is exact; the others are rigorous bounds.
+    ``X``: a :class:`~lncapacity.data.PointSet` (as loaded: identical rows with
+    the same label count once) or rows with labels ``y`` (every row counts, as
+    in :func:`~lncapacity.theory.ssr`); any labels, any number of classes, which
+    need not be the net's.  The input row is exact; the others are rigorous
+    bounds.
     """
-    if isinstance(X, PointSet):
-        points = X
-    else:
-        points = points_from_arrays(X, y)
-    if points.d != net.input_dim:
-        raise InputError(
-            f"{points.source}: points have {points.d} features, the net takes {net.input_dim}"
-        )
-    H, labels = _data(points, None)
+    H, labels = _data(X, y)
+    d = H.shape[1]
+    if d != net.input_dim:
+        where = X.source if isinstance(X, PointSet) else "points"
+        raise InputError(f"{where}: points have {d} features, the net takes {net.input_dim}")
     Sw, St = scatter_matrices(H, labels)
-    out = [LayerStats("input", points.d, ssr_of_scatter(Sw, St), pencil_exact(Sw, St, 12))]
+    out = [LayerStats("input", d, ssr_of_scatter(Sw, St), pencil_exact(Sw, St, EXACT_MAX_RANK))]
     if not net.layers:
         R = np.array(net.readout.W, dtype=object)
         out.append(_readout_exact(R, Sw, St))

@@ -147,9 +147,7 @@ def lssr(X: Any, y: Any = None, method: str = "auto") -> CertifiedReal | None:
         raise ValueError(f"unknown method {method!r}")
     H, labels = _data(X, y)
     Sw, St = scatter_matrices(H, labels)
-    if method == "bounds":
-        return pencil_bounds(Sw, St)
-    return pencil_exact(Sw, St, None if method == "exact" else EXACT_MAX_RANK)
+    return pencil_exact(Sw, St, {"exact": None, "auto": EXACT_MAX_RANK, "bounds": 0}[method])
 
 
 def _range_coordinates(St: fmpq_mat) -> list[int]:
@@ -178,8 +176,8 @@ def pencil_exact(
     J = _range_coordinates(St_q)
     if not J:
         return None
-    if max_rank is not None and len(J) > max_rank:
-        return pencil_bounds(Sw, St)
+    if max_rank is not None and len(J) > max_rank:  # on the pivot coordinates M_t is definite
+        return pencil_bounds(Sw, St, [[fmpq(int(i == j)) for i in range(d)] for j in J])
     r = len(J)
     Mt = fmpq_mat(r, r, [fmpq(St[i, j]) for i in J for j in J])
     Mw = fmpq_mat(r, r, [fmpq(Sw[i, j]) for i in J for j in J])
