@@ -58,7 +58,7 @@ __all__ = [
     "ssr",
 ]
 
-EXACT_MAX_RANK = 12
+EXACT_MAX_RANK = 32
 """``lssr(method="auto")`` is exact up to this rank of ``S_t``, rigorous bounds beyond."""
 
 ZERO, ONE = fmpq(0), fmpq(1)
