@@ -575,7 +575,7 @@ def _enclosure(x: Any) -> tuple[str, str]:
 def cmd_hessian(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from .arith import parse_rational
+    from .arith import format_rational, parse_rational
     from .theory.hessian import KINDS, ln_hessian, ratio_lower_bound, sample_input
     from .theory.reals import decimal
 
@@ -598,7 +598,7 @@ def cmd_hessian(args: argparse.Namespace) -> int:
     samples = []
     for kind in KINDS:
         for i in range(args.samples):
-            xq = sample_input(kind, d, g, rng)
+            xq = sample_input(kind, d, g, rng, float(eps), centre)
             try:
                 h_ln = ln_hessian(xq, 1, eps, True)
                 h_g = ln_hessian(xq, g, eps, centre)
@@ -606,6 +606,7 @@ def cmd_hessian(args: argparse.Namespace) -> int:
                 samples.append({"kind": kind, "index": i, "undefined": str(e)})
                 continue
             ratio = h_g / h_ln if h_ln else None
+            ok = None if ratio is None or bound is None else ratio >= bound
             samples.append(
                 {
                     "kind": kind,
@@ -613,7 +614,9 @@ def cmd_hessian(args: argparse.Namespace) -> int:
                     "H_LN": _bounds_json(h_ln, decimal),
                     "H_LNG": _bounds_json(h_g, decimal),
                     "ratio": None if ratio is None else _bounds_json(ratio, decimal),
-                    "ratio_ge_bound": None if ratio is None or bound is None else ratio >= bound,
+                    "ratio_ge_bound": ok,
+                    # a counterexample's input, exactly (the float's dyadic value per entry)
+                    "x": [format_rational(v) for v in xq] if ok is False else None,
                 }
             )
     summary = {
@@ -646,6 +649,8 @@ def cmd_hessian(args: argparse.Namespace) -> int:
         cells = [s["H_LN"][0], s["H_LNG"][0], s["ratio"][0] if s["ratio"] else "undefined"]
         print(f"{name:<14} " + " ".join(f"{c:>12}" for c in cells) + f"  {mark}")
     print("values are exact rationals shown rounded down to 6 digits (--json: [lo, hi])")
+    if any(s.get("ratio_ge_bound") is False for s in samples):
+        print("NO: below the bound (outside its assumptions); --json gives those inputs exactly")
     return EXIT_OK
 
 

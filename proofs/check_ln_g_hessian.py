@@ -37,6 +37,13 @@ def test_eps_zero_closed_form_symbolically_for_d_3():
     assert sp.simplify(H.subs(val) - (9 / rho2**2).subs(val)) == 0
 
 
+def test_slope_used_by_the_adversarial_search_is_the_derivative():
+    from lncapacity.theory.hessian import _group_term, _group_term_slope
+
+    s, k, n, e = sp.symbols("s k n e", positive=True)
+    assert sp.simplify(sp.diff(_group_term(s, k, n, e), s) - _group_term_slope(s, k, n, e)) == 0
+
+
 def test_affine_maps_have_zero_measure():
     assert hessian_measure_exact(lambda v: [2 * v[0] - v[1] + 3, v[1] + v[2]], [1, 2, 3]) == 0
 

@@ -147,9 +147,17 @@ def test_hessian_json(results):
         assert fmpq(9, 5) <= _lower(hi) and _lower(lo) <= _lower(hi)
 
 
-def test_hessian_with_eps_reports_but_does_not_claim(results):
+def test_hessian_with_eps_reports_counterexamples_with_their_inputs(results):
     s = json.loads(results["hessian-eps"].stdout)
     assert s["eps"] == "1/100000" and s["bound_applies"] is False
+    bad = [x for x in s["samples"] if x["ratio_ge_bound"] is False]
+    assert bad and all(x["kind"] == "adversarial" for x in bad)
+    from lncapacity.theory.hessian import hessian_ratio
+
+    for x in bad:  # the reported input reproduces the ratio exactly
+        ratio = hessian_ratio(x["x"], 4, fmpq(1, 100000))
+        assert ratio < fmpq(8, 5) and _lower(x["ratio"][0]) <= ratio <= _lower(x["ratio"][1])
+    assert all(x["x"] is None for x in s["samples"] if x["ratio_ge_bound"])
 
 
 def test_hessian_bad_input(results):

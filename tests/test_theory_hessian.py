@@ -106,6 +106,16 @@ def test_measure_is_zero_exactly_for_affine_maps():
     assert hessian_measure_exact(lambda v: [v[0] * v[1]], [1, 2]) == 2  # d2/dx1dx2 = 1, twice
 
 
+def test_adversarial_search_finds_the_eps_counterexamples():
+    # beyond the assumption (eps > 0) the same search, started where eps matters, goes below 1
+    eps = 1e-5
+    for d, g in [(12, 3), (12, 4), (64, 16)]:
+        x = sample_input("adversarial", d, g, np.random.default_rng([7, d]), eps)
+        assert hessian_ratio(x, g, exact(eps)) < fmpq(1, 10)  # exact, at the exact input
+    x = sample_input("adversarial", 12, 4, np.random.default_rng(8), 0.0, centre=False)
+    assert hessian_ratio(x, 4, 0, centre=False) < 1  # uncentred LN-G against LN
+
+
 def test_eps_breaks_the_proposition():
     for d, g in [(12, 3), (12, 4), (24, 6)]:
         x = eps_counterexample(d, g)

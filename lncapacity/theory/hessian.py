@@ -232,39 +232,82 @@ def hessian_measure(f: Callable[[Any], Any], x: Any, chunk: int | None = None) -
     return total
 
 
-def minimise_ratio(
-    d: int, groups: int, x0: np.ndarray, steps: int = 400, lr: float = 0.05
-) -> np.ndarray:
-    """Adversarial input: gradient descent on ``log H(LN-G)/H(LN)`` (``eps = 0``, centred).
+def _group_term_slope(rho2: Any, k: int, n: int, eps: Any) -> Any:
+    """``d/d(rho^2)`` of :func:`_group_term` (exact calculus; checked by SymPy in proofs/).
 
-    Uses the closed form's exact gradient: with ``rho_G^2 = |P_G x_G|^2`` and
-    ``R^2 = |P x|^2``, ``log ratio = log sum_G rho_G^-4 + 2 log R^2 + const``,
-    ``d rho_G^2 / dx = 2 P_G x_G``, ``d R^2 / dx = 2 P x``.  The ratio is scale
-    invariant, so the iterate is renormalised.  Returns the final point.
+    With ``u = rho^2/k + eps``: ``dq/d rho^2 = eps / (k u^2)``, so the slope is
+    ``-2 B / (k^2 u^3) + ((3n + 6) - 36 q + 27 q^2) eps / (k^2 u^4)`` where
+    ``B = (3n + 6) q - 18 q^2 + 9 q^3``.
+    """
+    u = rho2 / k + eps
+    q = rho2 / k / u
+    bracket = (3 * n + 6) * q - 18 * q * q + 9 * q * q * q
+    return -2 * bracket / (k * k * u**3) + ((3 * n + 6) - 36 * q + 27 * q * q) * eps / (
+        k * k * u**4
+    )
+
+
+def minimise_ratio(
+    d: int,
+    groups: int,
+    x0: np.ndarray,
+    steps: int = 400,
+    lr: float = 0.05,
+    eps: float = 0.0,
+    centre: bool = True,
+) -> np.ndarray:
+    """Adversarial input: normalised gradient descent on ``log H(LN-G; x) / H(LN; x)``.
+
+    The gradient is exact (no finite differences): each group contributes
+    ``phi(rho_G^2)`` (the closed form, module doc) with ``d rho_G^2 / dx = 2 z_G``
+    (``z_G`` the centred group, or the group itself without centring), and LN
+    contributes ``phi(|P x|^2)`` with ``d |P x|^2 / dx = 2 P x``.  Steps are a
+    fraction ``lr`` of ``|x|``; with ``eps = 0`` the ratio is scale invariant and
+    the iterate is kept on the unit sphere, with ``eps > 0`` the scale is searched
+    too (this is how the search finds the counterexamples beyond the
+    proposition's assumption).  Returns the final point (float64).
     """
     k = _groups(d, groups)
+    n = k - 1 if centre else k
     x = np.array(x0, dtype=np.float64)
     for _ in range(steps):
         z = x.reshape(groups, k)
-        zc = z - z.mean(1, keepdims=True)
+        zc = z - z.mean(1, keepdims=True) if centre else z
         rho2 = (zc * zc).sum(1)
         px = x - x.mean()
         R2 = px @ px
-        w = rho2**-3
-        grad = (-4 * (w[:, None] * zc)).reshape(-1) / (rho2**-2).sum() + 4 * px / R2
-        x = x - lr * grad / (np.linalg.norm(grad) + 1e-300) * np.linalg.norm(x)
-        x = x / np.linalg.norm(x)
+        with np.errstate(all="ignore"):
+            num = _group_term(rho2, k, n, eps).sum()
+            dnum = (2 * _group_term_slope(rho2, k, n, eps)[:, None] * zc).reshape(-1)
+            den = _group_term(R2, d, d - 1, eps)
+            dden = 2 * _group_term_slope(R2, d, d - 1, eps) * px
+            grad = dnum / num - dden / den
+        norm = np.linalg.norm(grad)
+        if not np.isfinite(norm) or norm == 0:
+            break
+        x = x - lr * grad / norm * np.linalg.norm(x)
+        if eps == 0:
+            x = x / np.linalg.norm(x)
     return x
 
 
-def sample_input(kind: str, d: int, groups: int, rng: np.random.Generator) -> list[fmpq]:
+def sample_input(
+    kind: str,
+    d: int,
+    groups: int,
+    rng: np.random.Generator,
+    eps: float = 0.0,
+    centre: bool = True,
+) -> list[fmpq]:
     """A seeded test input for the proposition, as exact rationals (the floats' dyadic values).
 
     ``gaussian``: i.i.d. standard normal.  ``sparse``: normal entries kept with
     probability 0.3, at least one per group (so no group is constant, the
     proposition's assumption; a group with a single nonzero entry is the most
     lopsided one).  ``adversarial``: a Gaussian start moved by
-    :func:`minimise_ratio` towards the smallest ratio.
+    :func:`minimise_ratio` towards the smallest ratio (for the given ``eps``
+    and centring; with ``eps > 0`` from a start of size ``sqrt(eps)/100``,
+    where the search finds the counterexamples of the module doc).
     """
     k = _groups(d, groups)
     x = rng.standard_normal(d)
@@ -275,7 +318,9 @@ def sample_input(kind: str, d: int, groups: int, rng: np.random.Generator) -> li
                 mask[G * k + rng.integers(k)] = True
         x = x * mask
     elif kind == "adversarial":
-        x = minimise_ratio(d, groups, x, steps=300)
+        if eps > 0:  # start where eps matters: entries about sqrt(eps) / 100
+            x = x * (0.01 * float(eps) ** 0.5)
+        x = minimise_ratio(d, groups, x, steps=300, eps=float(eps), centre=centre)
     elif kind != "gaussian":
         raise ValueError(f"unknown kind {kind!r} (one of {', '.join(KINDS)})")
     return [exact(float(v)) for v in x]
