@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import numpy as np
@@ -160,3 +161,20 @@ def test_trace_1000_points():
     net = lncapacity.build(P)
     layers = trace(net, P)
     assert layers[-2].lssr.hi < layers[0].lssr.lo
+
+
+def test_real_roots_skip_complex_roots_and_order_exactly():
+    from lncapacity.theory.reals import real_roots
+
+    p = fmpq_poly([1, 0, 1]) * fmpq_poly([-2, 1]) * fmpq_poly([-2, 0, 1])  # (x^2+1)(x-2)(x^2-2)
+    roots = real_roots(p)
+    assert len(roots) == 3
+    assert roots[1].rational is None and roots[2].rational == 2
+    for a, b in itertools.pairwise(roots):
+        assert compare(a, b) == -1
+    sqrt2 = roots[1]
+    assert fmpq_poly(sqrt2.poly)(sqrt2.lo) < 0 < fmpq_poly(sqrt2.poly)(sqrt2.hi)
+    assert compare(sqrt2, CertifiedReal(fmpq(141, 100), fmpq(141, 100))) == 1
+    assert compare(sqrt2, sqrt2.refined().refined()) == 0
+    assert compare(CertifiedReal(fmpq(0), fmpq(1)), CertifiedReal(fmpq(1, 2), fmpq(2))) is None
+    assert str(sqrt2) == "root of x^2 - 2 in [1, 1.5]"  # isolating: 2 is also a root of p
