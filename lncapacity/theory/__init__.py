@@ -57,7 +57,10 @@ __all__ = [
 
 def __getattr__(name: str) -> object:
     if name == "GroupLayerNorm":  # imports PyTorch: only when asked for
-        from .torch_modules import GroupLayerNorm
-
+        try:
+            from .torch_modules import GroupLayerNorm
+        except ImportError as e:  # pragma: no cover - torch is installed in CI
+            msg = "GroupLayerNorm needs PyTorch: pip install 'lncapacity[torch]'"
+            raise ImportError(msg) from e
         return GroupLayerNorm
     raise AttributeError(f"module 'lncapacity.theory' has no attribute {name!r}")
