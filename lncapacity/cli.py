@@ -223,6 +223,7 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("net", metavar="NET.json")
     ex.add_argument("data", metavar="DATA")
     output(ex)
+    _theory_parsers(sub, output)
     return p
 
 
@@ -820,6 +821,187 @@ def _text(s: dict[str, Any]) -> str:
         if s[key]:
             lines.append(f"wrote {s[key]}")
     return "\n".join(lines)
+
+
+# --- the theory toolkit: trace (SSR/LSSR per layer) and hessian (LN-G vs LN) -----------------
+
+
+def _theory_parsers(sub: Any, output: Callable[..., None]) -> None:
+    t = sub.add_parser(
+        "trace",
+        help="SSR and LSSR of labelled points after every layer of a net, certified",
+        description="For NET.json and labelled POINTS, print the within-class over total sum of "
+        "squares (SSR) and its lowest value under linear maps (LSSR) of the points before the "
+        "first layer (exact), after every LayerNorm layer and of the readout scores (rigorous "
+        "[lo, hi] bounds from ball arithmetic). A certified drop of LSSR shows a layer is not "
+        "affine (proofs/lssr.md). Labels may be any classes, not only the net's.",
+    )
+    t.add_argument("net", metavar="NET.json")
+    t.add_argument("data", metavar="POINTS")
+    output(t)
+    h = sub.add_parser(
+        "hessian",
+        help="the Hessian measure of LN and LN-G (group LayerNorm) and their ratio",
+        description="H(f; x) = sum_i ||d^2 y_i/dx^2||_F^2 for LayerNorm and LN-G at seeded "
+        "inputs (Gaussian, sparse, adversarial), computed exactly from the closed form "
+        "(proofs/ln_g_hessian.md), with the proposition's bound g (d - 2g)/(d - 2).",
+    )
+    h.add_argument("--d", type=int, default=64, help="features (default 64)")
+    h.add_argument("--groups", type=int, default=16, help="LN-G groups, dividing d (default 16)")
+    h.add_argument("--eps", default="0", help="LayerNorm epsilon, exact (default 0)")
+    h.add_argument("--no-centre", action="store_true", help="LN-G without centring (RMS groups)")
+    h.add_argument("--samples", type=int, default=3, help="inputs of each kind (default 3)")
+    h.add_argument("--seed", type=int, default=0)
+    h.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    from .theory.net_trace import trace
+
+    net = fileformat.load(args.net)
+    points = load_points(args.data)
+    layers, seconds = _run("tracing", args.quiet, lambda bar: trace(net, points, progress=bar))
+    rows = [s.to_dict() for s in layers]
+    hidden = layers[1:-1] if net.depth else []
+    drops = [
+        b.name
+        for a, b in zip(layers[:-1], hidden, strict=False)
+        if a.lssr is not None and b.lssr is not None and b.lssr.hi < a.lssr.lo
+    ]
+    summary = {
+        "data": points.source,
+        "net": args.net,
+        "points": points.m,
+        "classes": sorted({str(c) for c in points.y}),
+        "depth": net.depth,
+        "layers": rows,
+        "lssr_drops": drops,
+        "seconds": round(seconds, 3),
+    }
+    if args.json:
+        print(json.dumps(summary, indent=1))
+        return EXIT_OK
+    print(
+        f"{points.source}: {points.m} points, {len(summary['classes'])} classes; "
+        f"net depth {net.depth}"
+    )
+    print(f"{'layer':<9} {'dim':>3}  {'SSR':<48} LSSR")
+    for s in layers:
+        print(f"{s.name:<9} {s.dim:>3}  {_certified_text(s.ssr):<48} {_certified_text(s.lssr)}")
+    print(
+        f"LSSR certified lower than before at {len(drops)} of {net.depth} LN layers "
+        "(no affine map can lower it)"
+        + (f": {', '.join(drops[:8])}" if drops else "")
+        + (" ..." if len(drops) > 8 else "")
+    )
+    return EXIT_OK
+
+
+def _certified_text(x: Any) -> str:
+    """An exact value when short, else its certified decimal enclosure; never a bare float."""
+    if x is None:
+        return "undefined (all points equal)"
+    text = str(x)
+    if len(text) <= 34:
+        return text
+    lo, hi = x.printable_interval() if not x.is_exact else _enclosure(x)
+    return f"[{lo}, {hi}]" + (" exact in --json" if x.is_exact else "")
+
+
+def _enclosure(x: Any) -> tuple[str, str]:
+    from .theory.reals import decimal
+
+    return decimal(x.lo, 10, up=False), decimal(x.hi, 10, up=True)
+
+
+def cmd_hessian(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .arith import format_rational, parse_rational
+    from .theory.hessian import KINDS, ln_hessian, ratio_lower_bound, sample_input
+    from .theory.reals import decimal
+
+    d, g = args.d, args.groups
+    if d < 3:
+        raise InputError("--d must be at least 3 (LayerNorm of 2 features is locally constant)")
+    if g < 1 or d % g:
+        raise InputError(f"--groups {g} must divide --d {d}")
+    if args.samples < 1:
+        raise InputError("--samples must be at least 1")
+    try:
+        eps = parse_rational(args.eps, decimals=True)
+    except ValueError as e:
+        raise InputError(f"--eps: {e}") from None
+    if eps < 0:
+        raise InputError("--eps must be >= 0")
+    centre = not args.no_centre
+    bound = ratio_lower_bound(d, g) if d // g >= 3 else None
+    rng = np.random.default_rng([args.seed, d, g])
+    samples = []
+    for kind in KINDS:
+        for i in range(args.samples):
+            xq = sample_input(kind, d, g, rng, float(eps), centre)
+            try:
+                h_ln = ln_hessian(xq, 1, eps, True)
+                h_g = ln_hessian(xq, g, eps, centre)
+            except ValueError as e:  # a constant group with eps = 0: outside the assumption
+                samples.append({"kind": kind, "index": i, "undefined": str(e)})
+                continue
+            ratio = h_g / h_ln if h_ln else None
+            ok = None if ratio is None or bound is None else ratio >= bound
+            samples.append(
+                {
+                    "kind": kind,
+                    "index": i,
+                    "H_LN": _bounds_json(h_ln, decimal),
+                    "H_LNG": _bounds_json(h_g, decimal),
+                    "ratio": None if ratio is None else _bounds_json(ratio, decimal),
+                    "ratio_ge_bound": ok,
+                    # a counterexample's input, exactly (the float's dyadic value per entry)
+                    "x": [format_rational(v) for v in xq] if ok is False else None,
+                }
+            )
+    summary = {
+        "d": d,
+        "groups": g,
+        "group_size": d // g,
+        "eps": str(eps),
+        "centre": centre,
+        "bound": None if bound is None else str(bound),
+        "bound_applies": bound is not None and eps == 0 and centre,
+        "samples": samples,
+    }
+    if args.json:
+        print(json.dumps(summary, indent=1))
+        return EXIT_OK
+    print(
+        f"H(LN) and H(LN-G) at seeded inputs: d = {d}, {g} groups of {d // g}, eps {eps}, "
+        + ("centred" if centre else "uncentred (RMS groups)")
+    )
+    if bound is not None:
+        applies = "" if summary["bound_applies"] else " (proved for eps = 0, centred LN-G only)"
+        print(f"bound: ratio >= g (d - 2g)/(d - 2) = {bound} ~ {float(bound):.6g}{applies}")
+    print(f"{'input':<14} {'H(LN)':>12} {'H(LN-G)':>12} {'ratio':>12}  >= bound")
+    for s in samples:
+        name = f"{s['kind']} {s['index']}"
+        if "undefined" in s:
+            print(f"{name:<14} undefined: {s['undefined']}")
+            continue
+        mark = {True: "yes", False: "NO", None: "-"}[s["ratio_ge_bound"]]
+        cells = [s["H_LN"][0], s["H_LNG"][0], s["ratio"][0] if s["ratio"] else "undefined"]
+        print(f"{name:<14} " + " ".join(f"{c:>12}" for c in cells) + f"  {mark}")
+    print("values are exact rationals shown rounded down to 6 digits (--json: [lo, hi])")
+    if any(s.get("ratio_ge_bound") is False for s in samples):
+        print("NO: below the bound (outside its assumptions); --json gives those inputs exactly")
+    return EXIT_OK
+
+
+def _bounds_json(q: Any, decimal: Callable[..., str]) -> list[str]:
+    """An exact rational as a certified decimal enclosure ``[lo, hi]`` (6 significant digits)."""
+    return [decimal(q, 6, up=False), decimal(q, 6, up=True)]
+
+
+COMMANDS.update({"trace": cmd_trace, "hessian": cmd_hessian})
 
 
 if __name__ == "__main__":  # pragma: no cover
