@@ -617,7 +617,6 @@ def test_reading_certifying_and_float_checks_are_linear(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="construct: a separating projection for depth 0 (lead)")
 def test_200000_separable_points_certify_within_a_minute(tmp_path):
     _separable_csv(tmp_path / "big.csv", 200_000)
     p = subprocess.run(

@@ -11,6 +11,16 @@ relative to the spread; directions where that gap is below :data:`RESOLVABLE`
 directions come before dyadic ones that do as well.  The moment-curve
 directions ``(1, k, k^2, ...)`` guarantee termination: for each difference, at
 most ``d - 1`` values of ``k`` are bad.
+
+Data-driven candidates join them (:func:`_data_directions`): Fisher's
+discriminant directions (the leading eigenvectors of ``S_w^-1 S_b``, computed in
+float64 on the data) rounded to short dyadic rationals.  They rank *after* the
+fixed candidates that have as few runs, so they are taken only when they
+strictly lower the number of runs (a separable set: two runs, depth 0).  A
+rounded direction that ties some points gets a tie-break: ``w + delta v`` with
+``v`` a fixed integer vector and ``delta`` a power of two small enough not to
+reorder the values ``w`` already separates (checked exactly afterwards, as for
+every candidate).
 """
 
 from __future__ import annotations
@@ -24,6 +34,11 @@ from flint import fmpq
 
 from ..errors import ConstructionError
 
+DATA_BITS = (4, 10, 24)
+"""Dyadic precisions (bits after the point, largest entry scaled to 1) of the data-driven
+directions."""
+DATA_DIRECTIONS = 3
+"""Leading Fisher directions tried (at most ``k - 1`` and ``d``)."""
 RESOLVABLE = 2.0**-30
 """Smallest different-label gap, relative to the spread, that a projection should keep."""
 
@@ -63,20 +78,124 @@ def project(
     """
     m, d = len(X), len(X[0])
     W = list(_candidates(d, seed, 0 if d == 1 else candidates))
-    P = _floats(X) @ _floats(W).T
+    fixed = len(W)
+    Xf = _floats(X)
     labels = np.asarray(y)
+    if d > 1:
+        W += _data_directions(Xf, labels)
+    P = Xf @ _floats(W).T
 
-    def rank(k: int) -> tuple[bool, int, bool, float]:
-        # short integer weights first when they do as well (readable nets)
+    def rank(k: int) -> tuple[bool, int, bool, bool, float]:
+        # the fixed candidates first when they do as well (earlier nets unchanged), then
+        # short integer weights (readable nets)
         unresolvable, count, gap = _float_score(P[:, k], labels)
-        return unresolvable, count, any(wi.q != 1 for wi in W[k]), gap
+        return unresolvable, count, k >= fixed, any(wi.q != 1 for wi in W[k]), gap
 
     ranked = sorted(range(len(W)), key=rank)
-    for w in itertools.chain((W[k] for k in ranked), _moment_curve(d)):
+    for k in ranked:
+        if _distinct(W[k], X, Xf, P[:, k]):
+            return W[k], _dot(W[k], X)
+    for w in _moment_curve(d):
         t = _dot(w, X)
         if len(set(t)) == m:
             return w, t
     raise ConstructionError("no direction separates the points")  # pragma: no cover
+
+
+def _data_directions(Xf: np.ndarray, y: np.ndarray) -> list[tuple[fmpq, ...]]:
+    """Fisher's discriminant directions, as short dyadic rationals with ties broken.
+
+    In float64 (a heuristic: every candidate is checked exactly by :func:`project`):
+    the data are centred and scaled per coordinate, the within-class scatter ``S_w``
+    (regularised by ``1e-9`` of its trace) and the between-class scatter ``S_b`` give
+    the generalised eigenvectors of ``S_b w = lambda S_w w``, largest first.
+    """
+    m, d = Xf.shape
+    classes = np.unique(y)
+    if len(classes) < 2 or m < 3 or not np.isfinite(Xf).all():
+        return []
+    mu = Xf.mean(axis=0)
+    sd = Xf.std(axis=0)
+    sd[sd == 0] = 1.0
+    Z = (Xf - mu) / sd
+    Sw = np.zeros((d, d))
+    Sb = np.zeros((d, d))
+    for c in classes:
+        Zc = Z[y == c]
+        mc = Zc.mean(axis=0)
+        Sw += (Zc - mc).T @ (Zc - mc)
+        Sb += len(Zc) * np.outer(mc, mc)
+    Sw += np.eye(d) * (1e-9 * np.trace(Sw) + 1e-300)
+    try:
+        L = np.linalg.cholesky(Sw)
+        Li = np.linalg.inv(L)
+        vals, vecs = np.linalg.eigh(Li @ Sb @ Li.T)
+    except np.linalg.LinAlgError:
+        return []
+    out: list[tuple[fmpq, ...]] = []
+    count = min(DATA_DIRECTIONS, len(classes) - 1, d)
+    for t in np.argsort(vals)[::-1][:count]:
+        u = Li.T @ vecs[:, t] / sd  # back to the original coordinates
+        if not np.isfinite(u).all() or not np.abs(u).max() > 0:
+            continue
+        u = u / np.abs(u).max()
+        for bits in DATA_BITS:
+            w = np.round(u * 2.0**bits) / 2.0**bits
+            if not w.any():
+                continue
+            out.append(_tie_broken(w, bits, Xf))
+    return list(dict.fromkeys(out))
+
+
+def _tie_broken(w: np.ndarray, bits: int, Xf: np.ndarray) -> tuple[fmpq, ...]:
+    """``w`` (dyadic, ``bits`` after the point), plus ``delta v`` if ``w . x`` has ties.
+
+    ``v = (1, 2, ..., d)`` (any fixed vector not orthogonal to the tied differences
+    will do; the exact check in :func:`project` rejects a bad one), and ``delta`` a
+    power of two below a quarter of the smallest nonzero gap of ``w . x`` over the
+    spread of ``v . x``: the order ``w`` already makes is kept.
+    """
+    t = np.sort(Xf @ w)
+    gaps = np.diff(t)
+    exact = [fmpq(int(x), 1 << bits) for x in np.round(w * 2.0**bits)]
+    if gaps.size == 0 or gaps.min() > 0:
+        return tuple(exact)
+    positive = gaps[gaps > 0]
+    v = np.arange(1, len(w) + 1, dtype=float)
+    spread = float(np.ptp(Xf @ v)) or 1.0
+    if positive.size == 0:
+        return tuple(exact)
+    e = int(np.floor(np.log2(positive.min() / (4 * spread))))
+    delta = fmpq(2) ** e if e >= 0 else fmpq(1, 2**-e)
+    return tuple(wi + delta * int(vi) for wi, vi in zip(exact, v, strict=True))
+
+
+def _distinct(
+    w: Sequence[fmpq], X: Sequence[Sequence[fmpq]], Xf: np.ndarray, tf: np.ndarray
+) -> bool:
+    """Whether the exact projections ``w . x`` are pairwise distinct (decided exactly).
+
+    ``Xf`` are the points and ``tf`` the projections in float64.  Each float
+    projection is within ``(d + 2) u |w|_1 max |x|`` of the exact value (inputs
+    rounded, then ``d`` products and sums; ``u = 2^-53``), so equal exact values
+    have floats at most twice that apart: they lie in one cluster of float-sorted
+    values with neighbours that close (the bound is doubled again), and only
+    clusters are compared exactly.  Non-finite floats compare everything exactly.
+    """
+    m, d = len(X), len(w)
+    if not (np.isfinite(tf).all() and np.isfinite(Xf).all()):
+        return len(set(_dot(w, X))) == m
+    wf = np.abs(_floats([w])[0])
+    tol = 4 * (d + 2) * 2.0**-53 * float(wf.sum()) * float(np.abs(Xf).max()) + 2.0**-1070
+    order = np.argsort(tf, kind="stable")
+    close = np.r_[False, np.diff(tf[order]) <= tol, False]
+    # clusters: maximal stretches order[lo..hi] of close neighbours
+    edges = np.flatnonzero(np.diff(close.astype(np.int8)))
+    for lo, hi in zip(edges[::2], edges[1::2], strict=True):
+        cluster = [X[int(i)] for i in order[lo : hi + 1]]
+        if len(set(_dot(w, cluster))) < len(cluster):
+            return False
+    return True
 
 
 def _floats(rows: Sequence[Sequence[fmpq]]) -> np.ndarray:
