@@ -25,7 +25,6 @@ every candidate).
 
 from __future__ import annotations
 
-import itertools
 import random
 from collections.abc import Iterator, Sequence
 
