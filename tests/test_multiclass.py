@@ -153,3 +153,41 @@ def test_sklearn_datasets_through_the_cli(tmp_path, name: str) -> None:
     v = subprocess.run([*run, "verify", str(out), str(data), "--float", "float64"],
                        capture_output=True, text=True, timeout=300)  # fmt: skip
     assert v.returncode == 0, v.stderr
+
+
+def test_fisher_direction_gives_separable_classes_depth_zero() -> None:
+    """Three classes in parallel oblique bands: no axis or small fixed direction gives three
+    runs, Fisher's direction (rounded to a short dyadic, ties broken) does: depth 0."""
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-1, 1, (400, 2))
+    s = X @ np.array([1.0, 0.37])
+    keep = np.abs(s - np.round(s * 2) / 2) > 0.02  # margins around the band edges
+    X, s = X[keep], s[keep]
+    y = np.digitize(s, [-0.25, 0.25])
+    points = lncapacity.points_from_arrays(X, y)
+    yk = [points.classes.index(label) for label in points.y]
+    _, t = project(points.X, yk)
+    order = sorted(range(points.m), key=lambda i: t[i])
+    assert runs([yk[i] for i in order]) == 3 and len(set(t)) == points.m
+    net = build(points)
+    assert net.depth == 0 and certify(net, points).all_certified
+    assert floats.check(net, points, "float64").all_agree
+
+
+def test_exact_distinctness_on_clusters_agrees_with_exact_sets() -> None:
+    """``project._distinct`` compares only float clusters exactly; on lattice data full of
+    exact ties (and near ties below float resolution) it agrees with the exact set."""
+    from flint import fmpq
+
+    from lncapacity.construct.project import _distinct, _dot, _floats
+
+    rng = np.random.default_rng(2)
+    big = fmpq(2) ** 60
+    X = [tuple(fmpq(int(v)) for v in row) for row in rng.integers(-4, 5, (60, 3))]
+    X = list(dict.fromkeys(X))
+    X += [(big, fmpq(1), fmpq(0)), (big, fmpq(0), fmpq(1))]  # tie only exactly visible
+    Xf = _floats(X)
+    for w in [(1, 0, 0), (1, 1, 1), (1, 9, 81), (1, 3, 0), (0, 1, -1), (1, 10, 100)]:
+        wq = tuple(fmpq(v) for v in w)
+        exact = len(set(_dot(wq, X))) == len(X)
+        assert _distinct(wq, X, Xf, Xf @ _floats([wq])[0]) == exact, w
