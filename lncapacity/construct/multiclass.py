@@ -65,7 +65,6 @@ FIRSTS = 3
 WIDTHS = np.geomspace(1e-4, 30.0, 22)
 """Candidate ``sqrt(3) beta`` relative to the span from ``R_1`` to the run after ``R_j``."""
 WATCHED = 48
-GENTLE = 0.0
 RESOLVED = 2.0**-36
 """A merge whose smallest new label gap is below this fraction of its amplitude is not
 float-faithful: the runs method gives way (to the paper's construction) instead."""
@@ -287,9 +286,7 @@ def _merges(
     lo, hi = _run_bounds(chain, rs)
     p0, p1 = lo[0], hi[-1]
     span = p1 - p0
-    scored = sorted(
-        _scored(chain, rs, labels), key=lambda s: np.log2(s[0]) + GENTLE * (s[2] == 2), reverse=True
-    )
+    scored = sorted(_scored(chain, rs, labels), key=lambda s: s[0], reverse=True)
     steps = []
     for score, end, _, c, w, psi in scored[:keep]:
         centre = p0 + c * span if end == 0 else p1 - c * span
