@@ -34,6 +34,7 @@ import numpy as np
 from flint import arb, fmpq
 
 from . import interval as iv
+from .algebraic import number_ball
 from .arith import exact, json_float, lower_bound_float, precision, shown
 from .data import PointSet, points_from_arrays
 from .errors import InputError
@@ -185,6 +186,7 @@ def certify(
     if intervals is None:
         intervals = (
             net.depth > 0  # an affine map alone is cheap in balls, and its margins tight
+            and not _algebraic(net)  # algebraic weights: balls only
             and scalar_chain(net) is None
             and points.m * (net.depth + 1) >= INTERVAL_WORK
         )
@@ -376,13 +378,17 @@ def _evaluator(net: LNNet[fmpq]) -> Scores:
     The scalar form of :func:`scalar_chain` when every layer has rank at most
     one (a few ball operations per layer), else the model's generic forward pass.
     """
-    chain = scalar_chain(net)
+    algebraic = _algebraic(net)
+    chain = None if algebraic else scalar_chain(net)
     cache: dict[int, Any] = {}
     if chain is None:
+        to_ball = number_ball if algebraic else arb
 
         def generic(x: Sequence[fmpq], prec: int) -> list[arb]:
             if prec not in cache:
-                cache[prec] = net.map(arb)
+                # algebraic weights (lncapacity.algebraic): balls of their radical
+                # programs at this precision, tighter as the precision rises
+                cache[prec] = net.map(to_ball)
             return cache[prec].forward([arb(v) for v in x], arb.sqrt)
 
         return generic
@@ -408,6 +414,15 @@ def _evaluator(net: LNNet[fmpq]) -> Scores:
         return [o + ri for o, ri in zip(out, r, strict=True)]
 
     return scalar
+
+
+def _algebraic(net: LNNet[Any]) -> bool:
+    """Whether some weight is an exact algebraic number (not a rational)."""
+    return any(
+        not isinstance(w, fmpq)
+        for a in (*net.layers, net.readout)
+        for w in (*a.b, *(w for row in a.W for w in row))
+    )
 
 
 def _rank_one(W: Sequence[Sequence[fmpq]]) -> tuple[list[fmpq], list[fmpq]] | None:

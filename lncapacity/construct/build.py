@@ -50,6 +50,7 @@ def build(
     classes: Sequence[Label] | None = None,
     seed: int = 0,
     progress: Progress | None = None,
+    exact: bool = False,
 ) -> LNNet[fmpq]:
     """A width-3 LN-Net that classifies every point of ``(X, y)`` correctly.
 
@@ -62,7 +63,9 @@ def build(
     run fewer per layer, float-faithful; falls back to ``"pma"`` when the labels
     are closer than float64 can resolve, noted in ``meta["fallback"]``) or
     ``"pma"`` (the paper's algorithm).  At most ``m - 2`` layers for ``m``
-    distinct points (seed 000, Theorem).
+    distinct points (seed 000, Theorem).  ``exact=True`` (with ``method="pma"``, two
+    classes): the paper's algorithm to the letter, fold centres at the true midpoints
+    (algebraic numbers, :mod:`.exact`, proofs/exact_merges.md), so merged values are equal.
     """
     points = X if isinstance(X, PointSet) else points_from_arrays(X, y)
     eps_q = _eps(eps)
@@ -77,6 +80,12 @@ def build(
     if len(set(points.y)) == 1:
         return _constant_net(points, eps_q, cls, depth or 0, meta)
 
+    if exact:
+        if method != "pma":
+            raise InputError("exact merges are the paper's algorithm: use method 'pma'")
+        from .exact import build_exact
+
+        return build_exact(points, eps_q, cls, depth, seed, progress, meta)
     present = sorted(set(points.y), key=cls.index)
     k = len(present)
     yk = [present.index(label) for label in points.y]
