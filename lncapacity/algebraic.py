@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from flint import arb, ctx, fmpq, fmpq_poly, fmpz_poly
+from flint import arb, arb_poly, ctx, fmpq, fmpq_poly, fmpz_poly
 
 from .arith import arb_to_fmpq, format_rational, parse_rational, precision, shown
 
@@ -349,7 +349,7 @@ def _check_root(poly: fmpz_poly, lo: fmpq, hi: fmpq) -> None:
     dp = p.derivative()
     with precision(128):
         interval = arb((lo + hi) / 2, (hi - lo) / 2)
-        d = dp(interval)
+        d = arb_poly([arb(c) for c in dp.coeffs()])(interval)
         if not (d > 0 or d < 0):
             raise ValueError("the interval is not proven isolating (derivative may vanish)")
 

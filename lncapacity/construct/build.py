@@ -77,12 +77,14 @@ def build(
     if missing := sorted(set(points.y) - set(cls), key=str):
         raise InputError(f"labels {missing} are not among the classes {list(cls)}")
     meta: dict[str, Any] = {"generator": f"lncapacity {__version__}", "method": method}
+    if exact:
+        if method != "pma":
+            raise InputError("exact merges are the paper's algorithm: use method 'pma'")
+        meta["exact"] = True
     if len(set(points.y)) == 1:
         return _constant_net(points, eps_q, cls, depth or 0, meta)
 
     if exact:
-        if method != "pma":
-            raise InputError("exact merges are the paper's algorithm: use method 'pma'")
         from .exact import build_exact
 
         return build_exact(points, eps_q, cls, depth, seed, progress, meta)
