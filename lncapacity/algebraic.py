@@ -327,6 +327,26 @@ def is_radical(x: Any) -> bool:
     return isinstance(x, Radical)
 
 
+def has_radicals(net: Any) -> bool:
+    """Whether some weight of ``net`` is a :class:`Radical` (an ``--exact`` net)."""
+    return any(
+        isinstance(w, Radical)
+        for a in (*net.layers, net.readout)
+        for w in (*a.b, *(w for row in a.W for w in row))
+    )
+
+
+def refuse_radicals(net: Any, what: str) -> None:
+    """Raise :class:`~lncapacity.errors.InputError` (one line) if ``net`` has algebraic weights."""
+    if has_radicals(net):
+        from .errors import InputError
+
+        raise InputError(
+            f"{what}: nets with algebraic weights (pma --exact) are not supported yet; "
+            "certify and verify read them"
+        )
+
+
 def number_ball(x: Any) -> arb:
     """A ball at the working precision around a rational or :class:`Radical` weight."""
     return x.ball() if isinstance(x, Radical) else arb(x)

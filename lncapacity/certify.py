@@ -34,7 +34,7 @@ import numpy as np
 from flint import arb, fmpq
 
 from . import interval as iv
-from .algebraic import number_ball
+from .algebraic import has_radicals, number_ball
 from .arith import exact, json_float, lower_bound_float, precision, shown
 from .data import PointSet, points_from_arrays
 from .errors import InputError
@@ -417,12 +417,8 @@ def _evaluator(net: LNNet[fmpq]) -> Scores:
 
 
 def _algebraic(net: LNNet[Any]) -> bool:
-    """Whether some weight is an exact algebraic number (not a rational)."""
-    return any(
-        not isinstance(w, fmpq)
-        for a in (*net.layers, net.readout)
-        for w in (*a.b, *(w for row in a.W for w in row))
-    )
+    """Whether some weight is an exact algebraic number (:mod:`lncapacity.algebraic`)."""
+    return has_radicals(net)
 
 
 def _rank_one(W: Sequence[Sequence[fmpq]]) -> tuple[list[fmpq], list[fmpq]] | None:
@@ -455,7 +451,7 @@ def scalar_chain(net: LNNet[fmpq]) -> Any:
     layers, with a layer of rank two or more, or with a layer whose variance plus
     ``eps`` can vanish (``k = 0``).
     """
-    if net.norms:
+    if net.norms or _algebraic(net):
         return None
     factors = [_rank_one(layer.W) for layer in net.layers]
     if not net.layers or any(f is None for f in factors):

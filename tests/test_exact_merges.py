@@ -310,3 +310,29 @@ def test_cli_certify_exact_and_verify(tmp_path):
     r = cli("certify", str(data), "--exact", "--quiet", cwd=root)
     assert r.returncode == 2 and "--method pma" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_explain_and_trace_refuse_algebraic_nets_cleanly(tmp_path):
+    import os
+
+    root = os.getcwd()
+    data = tmp_path / "d.csv"
+    data.write_text("x,label\n" + "".join(f"{i},{i % 2}\n" for i in range(5)))
+    out = tmp_path / "n.json"
+    r = cli(
+        "certify",
+        str(data),
+        "--method",
+        "pma",
+        "--exact",
+        "--out",
+        str(out),
+        "--quiet",
+        "--float",
+        "float64",
+        cwd=root,
+    )
+    assert r.returncode == 0, r.stderr
+    for command in ("explain", "trace"):
+        r = cli(command, str(out), str(data), cwd=root)
+        assert r.returncode == 2 and "algebraic weights" in r.stderr, r.stderr
