@@ -216,6 +216,12 @@ class RadicalProgram:
                 out.append({kind: [new[node[1]], new[node[2]]]})
         return out, new
 
+    def compact(self, values: Sequence[Radical]) -> list[Radical]:
+        """``values`` in a new program holding only the nodes they depend on."""
+        entries, new = self.to_json(keep={v.index for v in values})
+        prog = RadicalProgram.from_json(entries, check=False)
+        return [Radical(prog, new[v.index]) for v in values]
+
     @classmethod
     def from_json(cls, entries: Any, check: bool = True) -> RadicalProgram:
         """Read a program (see the module doc); :class:`ValueError` names the bad entry.

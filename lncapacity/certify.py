@@ -209,6 +209,8 @@ def certify(
     jobs = [(k, points.X[k], labels[k]) for k in todo]
     if workers is None:
         workers = (os.cpu_count() or 1) if len(jobs) * (net.depth + 1) > PARALLEL_WORK else 1
+        if _algebraic(net):  # each process would evaluate the weights' programs again
+            workers = 1
     chunks = [jobs[i : i + CHUNK] for i in range(0, len(jobs), CHUNK)]
     tasks = ((net, chunk, max_precision, scores) for chunk in chunks)
     with closing(imap(_certify_chunk, tasks, min(workers, max(len(chunks), 1)))) as parts:

@@ -38,6 +38,13 @@ it (so every net this package builds, and every file written before, stays
   of its LayerNorm (``h = gain * LN(y) + bias``; either key may be absent).
 * ``"widths"``: the layers' widths differ; ``width`` is ``null`` and each
   layer's width is the number of rows of its ``W`` (``W_l`` is ``n_l x n_{l-1}``).
+* ``"algebraic"``: a top-level ``"radicals"`` list, a radical straight-line
+  program (:mod:`lncapacity.algebraic`: entries ``"p/q"``, ``{"add": [i, j]}``,
+  ``sub``, ``mul``, ``div``, ``{"sqrt": i}`` with ``i, j`` earlier entries, or
+  ``{"root": [...], "lo", "hi"}``), and the numbers of layers' and the readout's
+  ``W`` and ``b`` may be ``{"ref": k}``, entry ``k``: exact algebraic weights, as
+  ``pma --exact`` nets have (proofs/exact_merges.md).  Readers prove every entry
+  defined before use.
 
 Why a new format string rather than new optional keys in ``lnnet/1``: a
 ``lnnet/1`` reader ignores keys it does not know inside a layer, so it would

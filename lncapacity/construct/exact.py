@@ -294,6 +294,18 @@ FOLD_READ_VECTOR = V
 """Every layer after the first reads the previous LayerNorm output with ``v = (1, 1, -2)``."""
 
 
+def _compact(layers: list[Affine[Any]]) -> list[Affine[Any]]:
+    """The layers with their algebraic biases moved to a program of just what they need.
+
+    (The construction's program also holds every point's value at every layer.)
+    """
+    radicals = [v for a in layers for v in a.b if isinstance(v, Radical)]
+    if not radicals:
+        return layers
+    moved = dict(zip(map(id, radicals), radicals[0].program.compact(radicals), strict=True))
+    return [Affine(a.W, tuple(moved.get(id(v), v) for v in a.b), a.meta) for a in layers]
+
+
 def build_exact(
     points: Any,
     eps: fmpq,
@@ -343,6 +355,7 @@ def build_exact(
             step = ExactStep(step.centre + shift, step.offset, step.scale, step.kind, step.merged)
         layers.append(exact_layer(a, step))
         a = FOLD_READ_VECTOR
+    layers = _compact(layers)
     if layers:
         shift = fmpq(0)
     lines = [(left, -1, theta), (1 - left, 1, -theta)]
