@@ -20,6 +20,7 @@ from ..data import PointSet, points_from_arrays
 from ..errors import InputError
 from ..fileformat import read_vector
 from ..model import Affine, Label, LNNet
+from .circle import build_circle, runs_fallback  # method "circle" (issue 18)
 from .fold import Chain, FoldStep, fold_layer, reversal
 from .pma import Progress, order_groups, pma
 from .project import project, runs
@@ -29,6 +30,7 @@ WIDTH = 3
 METHODS: dict[str, Callable[[Chain, Sequence[int], Progress | None], None]] = {
     "runs": merge_runs,
     "pma": pma,
+    "circle": runs_fallback,  # used only when build_circle gives way to runs
 }
 DEFAULT_METHOD = "runs"
 
@@ -76,6 +78,10 @@ def build(
 
     present = sorted(set(points.y), key=cls.index)
     y01 = [present.index(label) for label in points.y]
+    if method == "circle":  # whole circle maps per layer: its own entry point (circle.py)
+        net = build_circle(points, y01, present, cls, eps_q, depth, seed, progress, meta)
+        if net is not None:
+            return net
     w, t = project(points.X, y01, seed=seed)
     chain = Chain(t, eps_q)
     try:
