@@ -164,11 +164,22 @@ def _first_layer(
                 * rng.choice([0.75, 1.5, 4.0, 64.0], size=centres // 2)[:, None]
             )
             qs = np.r_[inner, far]
-        rel = np.arctan2(Z[None, :, 1] - qs[:, None, 1], Z[None, :, 0] - qs[:, None, 0])
-        b, gap, _ = _score_orders(rel, y, cyclic=True)
-        for k in range(len(qs)):
-            if gap[k] >= GAP_MIN:
-                out.append((int(b[k]), float(gap[k]), Q, qs[k]))
+        radius = 0.1 * span
+        for _ in range(REFINE + 1):
+            rel = np.arctan2(Z[None, :, 1] - qs[:, None, 1], Z[None, :, 0] - qs[:, None, 0])
+            b, gap, _ = _score_orders(rel, y, cyclic=True)
+            found = [
+                (int(b[k]), float(gap[k]), Q, qs[k]) for k in range(len(qs)) if gap[k] >= GAP_MIN
+            ]
+            out += found
+            if d == 1 or not found:
+                break
+            # refine: centres around the best ones so far, closer each round
+            found.sort(key=lambda c: _cost(c[0], c[1]))
+            best = np.array([c[3] for c in found[:4]])
+            qs = np.repeat(best, centres // 8, axis=0)
+            qs = qs + rng.standard_normal(qs.shape) * radius
+            radius /= 2
     out.sort(key=lambda c: _cost(c[0], c[1]))
     return out[:beam]
 
@@ -294,6 +305,8 @@ def _moebius(t: np.ndarray, s: np.ndarray) -> np.ndarray:
 
 TARGET = 0.45 * math.pi
 """The image of the outermost points: the cone of directions becomes ``(-TARGET, TARGET)``."""
+REFINE = 6
+"""Rounds of local refinement of the first layer's centre."""
 PIVOTS = (0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.9)
 """Rank fractions of the point sent to direction 0 by the spreading map."""
 
@@ -408,13 +421,16 @@ def search(
     seed: int = 0,
     beam: int = 4,
     candidates: int = 1500,
+    warm: bool = True,
     progress: Progress | None = None,
 ) -> State | None:
     """A beam search for layers with at most two label boundaries left; None if not found.
 
     ``X``: the points as float64 (``m x d``), ``y`` labels 0/1.  Deterministic
     for ``seed``.  The returned state has the layers (exact dyadic weights) and
-    the float64 outputs ``H`` of the last one.  States are ranked by
+    the float64 outputs ``H`` of the last one.  With ``warm`` (and PyTorch
+    installed, data in ``R^d``, ``d > 1``) the first layers of small nets trained
+    by Adam compete as starting states (:func:`_trained_starts`).  States are ranked by
     boundaries plus :data:`LAMBDA` per halving of the label gap below
     :data:`COMFORT` (what float arithmetic must keep resolving).
     """
@@ -426,6 +442,8 @@ def search(
         layer = _affine(s * E @ M @ Q.T, -s * E @ M @ q, {"kind": "circle-first", "boundaries": b})
         H = _apply(X, *_floats(layer), eps)
         states.append(State(H, [layer], b, gap))
+    if warm and X.shape[1] > 1:
+        states += [st for st in _trained_starts(X, y, eps, seed, max_depth) if st.gap >= GAP_MIN]
     while states:
         best = min(states, key=lambda s: (s.boundaries, -s.gap))
         depth = len(best.layers)
@@ -446,6 +464,80 @@ def search(
             if len(states) == beam:
                 break
     return None
+
+
+TRAIN_DEPTHS = (1, 2)
+"""Depths of the nets trained by Adam as warm starts."""
+TRAIN_STEPS = 1500
+
+
+def _trained_starts(
+    X: np.ndarray, y: np.ndarray, eps: float, seed: int, max_depth: int
+) -> list[State]:
+    """States after the layers of small LN-Nets trained by Adam (float64, seeded).
+
+    Real data has structure a 2-D angle can see at once (a depth-2 LN-Net trained
+    for seconds gets about 99% of digits even/odd right): its layers, taken as
+    the exact dyadic rationals their float64 weights are, leave few label
+    boundaries for the folds to remove.  Empty without PyTorch.
+    """
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is an optional dependency
+        return []
+    mu = X.mean(axis=0)
+    sd = float(np.abs(X - mu).max()) or 1.0
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # see floats._forward_torch: forked workers must not hang
+    out = []
+    try:
+        Xs = torch.tensor((X - mu) / sd, dtype=torch.float64)
+        sign = torch.tensor(np.where(y == 1, 1.0, -1.0), dtype=torch.float64)
+        gen = torch.Generator().manual_seed(seed)
+        for depth in TRAIN_DEPTHS:
+            if depth > max_depth:
+                continue
+            params, fan_in = [], X.shape[1]
+            for _ in range(depth):
+                params += [
+                    torch.randn(3, fan_in, generator=gen, dtype=torch.float64) / fan_in**0.5,
+                    torch.randn(3, generator=gen, dtype=torch.float64) * 0.1,
+                ]
+                fan_in = 3
+            params.append(torch.randn(3, generator=gen, dtype=torch.float64))
+            params.append(torch.zeros(1, dtype=torch.float64))
+            for p in params:
+                p.requires_grad_(True)
+            opt = torch.optim.Adam(params, lr=0.05)
+            for _ in range(TRAIN_STEPS):
+                opt.zero_grad()
+                h = Xs
+                for i in range(depth):
+                    h = torch.nn.functional.layer_norm(
+                        h @ params[2 * i].T + params[2 * i + 1], (3,), eps=eps
+                    )
+                score = h @ params[-2] + params[-1][0]
+                torch.nn.functional.softplus(-4 * sign * score).mean().backward()
+                opt.step()
+            layers, H = [], X
+            for i in range(depth):
+                W = params[2 * i].detach().numpy().copy()
+                b = params[2 * i + 1].detach().numpy().copy()
+                if i == 0:  # undo the standardisation: W (x - mu) / sd + b
+                    W, b = W / sd, b - W @ mu / sd
+                G = (H @ W.T + b) @ E
+                s = _scaled(G, eps)
+                layer = _affine(s * W, s * b, {"kind": "trained"})
+                H = _apply(H, *_floats(layer), eps)
+                layers.append(layer)
+            theta = np.arctan2(*(plane(H)).T[::-1])
+            bb, gg, _ = _score_orders(theta[None, :], y, cyclic=True)
+            for layer in layers:
+                layer.meta["boundaries"] = int(bb[0])  # type: ignore[index]
+            out.append(State(H, layers, int(bb[0]), float(gg[0])))
+    finally:
+        torch.set_num_threads(threads)
+    return out
 
 
 def _estimate(b: int) -> int:
