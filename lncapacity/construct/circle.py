@@ -59,6 +59,10 @@ COMFORT = 2.0**-20
 """Label gaps (radians) at or above this cost nothing in the ranking of states."""
 LAMBDA = 1.0
 """Boundaries a state is charged per halving of its smallest label gap below :data:`COMFORT`."""
+SMALL = 100
+"""Sets of at most this many points get twice the beam and :data:`RESTARTS` seeds (cheap, and
+near the bound every layer counts)."""
+RESTARTS = 4
 WORK = 600_000
 """Candidate poles times points scored per state and layer (fewer candidates for large sets)."""
 
@@ -606,17 +610,24 @@ def circle_net(
     is *not yet certified*: :func:`lncapacity.certify` decides.
     """
     m = len(y)
-    candidates = max(200, min(1500, WORK // max(m, 1)))
-    st = search(
-        X,
-        y,
-        eps,
-        max_depth=max_depth,
-        seed=seed,
-        beam=beam,
-        candidates=candidates,
-        progress=progress,
-    )
+    candidates = max(200, min(4000, WORK // max(m, 1)))
+    if m <= SMALL:
+        beam *= 2
+    st = None
+    for r in range(RESTARTS if m <= SMALL else 1):
+        # small sets: a few seeds, each asked to beat the best so far
+        found = search(
+            X,
+            y,
+            eps,
+            max_depth=max_depth if st is None else len(st.layers) - 1,
+            seed=seed * RESTARTS + r,
+            beam=beam,
+            candidates=candidates,
+            progress=progress,
+        )
+        if found is not None:
+            st = found
     if st is None:
         return None
     r = readout(st.H, y)
