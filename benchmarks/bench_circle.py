@@ -80,7 +80,7 @@ def cyclic_boundaries(labels: list[int]) -> int:
 
 
 def fold_bound(B: int) -> int:
-    return 0 if B == 0 else max(1, math.ceil(math.log2(B + 2)) - 1)
+    return 0 if B <= 2 else math.ceil(math.log2(B + 2)) - 1
 
 
 def runs_depth_formula(points: PointSet) -> int:

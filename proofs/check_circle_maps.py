@@ -127,12 +127,13 @@ def test_one_layer_at_most_halves_boundaries_plus_two():
 
 
 def fold_count_bound(B):
-    """The least depth with B cyclic boundaries after layer 1: ceil(log2(B + 2)) - 1."""
-    return max(1, math.ceil(math.log2(B + 2)) - 1) if B > 2 else (1 if B == 2 else 0)
+    """The least depth for B cyclic boundaries on a line: ceil(log2(B + 2)) - 1 when B > 2;
+    B <= 2 is a threshold, which depth 0 (the readout on x) can do."""
+    return 0 if B <= 2 else math.ceil(math.log2(B + 2)) - 1
 
 
 def test_the_bound_on_a_line_and_the_vc_consequence():
-    assert [fold_count_bound(B) for B in (2, 4, 6, 8, 14, 16, 30, 32)] == [1, 2, 2, 3, 3, 4, 4, 5]
+    assert [fold_count_bound(B) for B in (2, 4, 6, 8, 14, 16, 30, 32)] == [0, 2, 2, 3, 3, 4, 4, 5]
     # alternating labels on 2^(L+1) points of a line have B = 2^(L+1): depth > L
     for L in range(1, 6):
         n = 2 ** (L + 1)

@@ -624,6 +624,7 @@ def circle_net(
             seed=seed * RESTARTS + r,
             beam=beam,
             candidates=candidates,
+            warm=r == 0,  # trained starts once: they cost more than a whole search on few points
             progress=progress,
         )
         if found is not None:
@@ -676,9 +677,10 @@ def build_circle(
             points.floats(), y, float(eps), max_depth=limit, seed=seed, progress=progress
         )
     if found is None:
-        why = (
-            f"runs needs {runs_depth} layer{'s' * (runs_depth != 1)} and the search found "
-            f"no circle net with fewer"
+        why = f"runs needs {runs_depth} layer{'s' * (runs_depth != 1)}" + (
+            " and the search found no circle net with fewer"
+            if runs_depth > 1
+            else ": a circle net (at least one layer) cannot be shallower"
         )
         if depth is not None and depth < runs_depth - 1:
             why += f" (at most {depth} asked)"
