@@ -160,7 +160,16 @@ def find_circle_net(
         return None
     X = points.floats()
     for r in range(restarts):
-        found = circle_net(X, y, float(eps), max_depth=depth, seed=seed * 7919 + r, beam=beam)
+        found = circle_net(
+            X,
+            y,
+            float(eps),
+            max_depth=depth,
+            seed=seed * 7919 + r,
+            beam=beam,
+            restarts=1,
+            warm=False,
+        )
         if found is None:
             continue
         layers, chord = found

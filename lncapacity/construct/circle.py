@@ -602,19 +602,25 @@ def circle_net(
     max_depth: int,
     seed: int = 0,
     beam: int = 4,
+    restarts: int | None = None,
+    warm: bool = True,
     progress: Progress | None = None,
 ) -> tuple[list[Affine[fmpq]], Affine[fmpq]] | None:
     """Layers and a chord readout (rows for labels 0, 1) classifying ``(X, y)`` in float64.
 
     None when the search finds nothing within ``max_depth`` layers.  The result
-    is *not yet certified*: :func:`lncapacity.certify` decides.
+    is *not yet certified*: :func:`lncapacity.certify` decides.  ``restarts``:
+    seeds tried (default :data:`RESTARTS` for at most :data:`SMALL` points, else
+    one); ``warm``: let trained nets compete as starts (the first seed only).
     """
     m = len(y)
     candidates = max(200, min(4000, WORK // max(m, 1)))
     if m <= SMALL:
         beam *= 2
     st = None
-    for r in range(RESTARTS if m <= SMALL else 1):
+    if restarts is None:
+        restarts = RESTARTS if m <= SMALL else 1
+    for r in range(restarts):
         # small sets: a few seeds, each asked to beat the best so far
         found = search(
             X,
@@ -624,7 +630,7 @@ def circle_net(
             seed=seed * RESTARTS + r,
             beam=beam,
             candidates=candidates,
-            warm=r == 0,  # trained starts once: they cost more than a whole search on few points
+            warm=warm and r == 0,  # trained starts once: they cost more than a search
             progress=progress,
         )
         if found is not None:
