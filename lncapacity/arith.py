@@ -15,9 +15,10 @@ rational it is.
 from __future__ import annotations
 
 import math
+import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from decimal import Decimal
 from fractions import Fraction
 from numbers import Integral, Rational
 
@@ -33,6 +34,8 @@ __all__ = [
     "lower_bound_float",
     "parse_rational",
     "precision",
+    "shown",
+    "to_float",
 ]
 
 
@@ -41,6 +44,24 @@ __all__ = [
 
 MAX_EXPONENT = 4300
 """Decimal exponents beyond this are refused: ``1e999999999`` would be a gigantic integer."""
+
+MAX_DIGITS = 4300
+"""Longest integer (numerator, denominator or decimal mantissa), in digits, that is read.
+
+Python's own ``int()`` refuses longer decimal strings by default (quadratic-time
+conversion); every number this package writes is far shorter."""
+
+# the lnnet/1 grammar: an optional minus, ASCII digits, optionally "/" and ASCII digits
+_STRICT = re.compile(r"(-?[0-9]+)(?:/([0-9]+))?")
+# user text (CSV fields, --eps): also a sign "+", decimals and exponents, "p/q" with a sign
+_FRACTION = re.compile(r"([+-]?[0-9]+)/([0-9]+)")
+_DECIMAL = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?")
+
+
+def shown(value: object, limit: int = 40) -> str:
+    """``repr(value)``, cut to about ``limit`` characters: errors never echo a whole file."""
+    r = repr(value)
+    return r if len(r) <= limit else f"{r[: limit - 3]}... ({len(r)} characters)"
 
 
 def exact(x: object) -> fmpq:
@@ -63,45 +84,58 @@ def exact(x: object) -> fmpq:
     try:
         f = Fraction(x)  # floats, numpy scalars, Decimal
     except (TypeError, ValueError, OverflowError) as e:
-        raise ValueError(f"not a finite number: {x!r}") from e
+        raise ValueError(f"not a finite number: {shown(str(x))}") from e
     return fmpq(f.numerator, f.denominator)
 
 
 def parse_rational(text: str, *, decimals: bool = False) -> fmpq:
-    """Parse ``"p/q"`` or an integer; with ``decimals`` also ``"0.25"``, ``"1e-5"``.
+    """Parse the ``lnnet/1`` number grammar; with ``decimals`` also user-written decimals.
 
-    The value is exact: decimal text is read as a decimal, never via a float.
+    Without ``decimals`` (``lnnet/1`` files) exactly ``-?[0-9]+(/[0-9]+)?`` is
+    accepted: ASCII digits, no spaces, no ``+``, no sign in the denominator,
+    which must not be 0.  With ``decimals`` (CSV fields, ``--eps``) surrounding
+    spaces, a ``+``, a sign on the numerator of ``"p/q"``, and decimal text such
+    as ``"0.25"`` or ``"-1e-5"`` are read too, exactly (never via a float).
+    Integers longer than :data:`MAX_DIGITS` digits and exponents beyond
+    :data:`MAX_EXPONENT` are refused.  Raises :class:`ValueError` (a message
+    that quotes at most the first 40 characters of ``text``).
     """
-    s = text.strip()
+    if not isinstance(text, str):
+        raise ValueError(f"not a number string: {type(text).__name__}")
+    kind = "a rational" if decimals else 'an integer or "p/q"'
+    s = text.strip() if decimals else text
+    if len(s) > 2 * MAX_DIGITS + 16:  # before any regular expression runs over it
+        raise ValueError(f"{shown(text)} is too long (numbers have at most {MAX_DIGITS} digits)")
+    m = _STRICT.fullmatch(s) or (_FRACTION.fullmatch(s) if decimals else None)
+    if m:
+        num, den = m.group(1), m.group(2) or "1"
+        if max(len(num.lstrip("+-")), len(den)) > MAX_DIGITS:
+            raise ValueError(f"{shown(text)} has more than {MAX_DIGITS} digits")
+        if int(den) == 0:
+            raise ValueError(f"{shown(text)} divides by zero")
+        return fmpq(int(num), int(den))
+    d = _DECIMAL.fullmatch(s) if decimals else None
+    if d is None or not (d.group(2) or d.group(3)):
+        raise ValueError(f"{shown(text)} is not {kind}")
+    sign, whole, frac, e = d.group(1), d.group(2), d.group(3) or "", d.group(4)
+    if len(whole) + len(frac) > MAX_DIGITS:
+        raise ValueError(f"{shown(text)} has more than {MAX_DIGITS} digits")
+    if e and (len(e.lstrip("+-")) > 6 or abs(int(e)) > MAX_EXPONENT):
+        raise ValueError(f"{shown(text)} is out of range (exponent beyond ±{MAX_EXPONENT})")
+    exponent = (int(e) if e else 0) - len(frac)
+    mantissa = int(whole + frac) * (-1 if sign == "-" else 1)
+    if exponent >= 0:
+        return fmpq(mantissa * 10**exponent)
+    return fmpq(mantissa, 10 ** (-exponent))
+
+
+def to_float(q: fmpq) -> float:
+    """``q`` correctly rounded to a float; ``±inf`` beyond the float range (never raises)."""
+    p, r = int(q.p), int(q.q)
     try:
-        if "/" in s:
-            p, q = s.split("/")
-            num, den = _parse_int(p), _parse_int(q)
-            if den == 0:
-                raise ValueError
-            return fmpq(num, den)
-        if decimals and not _is_int(s):
-            d = Decimal(s)
-            if not d.is_finite() or "_" in s or abs(d.adjusted()) > MAX_EXPONENT:
-                raise ValueError
-            f = Fraction(d)
-            return fmpq(f.numerator, f.denominator)
-        return fmpq(_parse_int(s))
-    except (ValueError, ArithmeticError) as e:
-        kind = "a rational" if decimals else 'an integer or "p/q"'
-        raise ValueError(f"{text!r} is not {kind}") from e
-
-
-def _is_int(s: str) -> bool:
-    t = s[1:] if s[:1] in "+-" else s
-    return t.isdigit()
-
-
-def _parse_int(s: str) -> int:
-    s = s.strip()
-    if not _is_int(s):
-        raise ValueError(s)
-    return int(s)
+        return p / r  # int true division rounds correctly
+    except OverflowError:
+        return math.inf if p > 0 else -math.inf
 
 
 def format_rational(q: fmpq) -> str:
@@ -177,7 +211,9 @@ def lower_bound_float(x: arb) -> float:
         return -math.inf
     with precision(128):  # lower() rounds down to the working precision
         lo = arb_to_fmpq(x.lower())
-    f = float(lo)
+    f = to_float(lo)
+    if f == math.inf:  # beyond the float range: the largest float is still a lower bound
+        return sys.float_info.max
     if fmpq(Fraction(f).numerator, Fraction(f).denominator) > lo:
         f = math.nextafter(f, -math.inf)
     return f

@@ -17,12 +17,13 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
 from flint import arb, fmpq
 
-from .arith import exact, json_float, lower_bound_float, precision
+from .arith import exact, json_float, lower_bound_float, precision, shown
 from .data import PointSet, points_from_arrays
 from .errors import InputError
 from .model import Label, LNNet
@@ -117,10 +118,11 @@ def certify(
     chunks = [jobs[i : i + CHUNK] for i in range(0, len(jobs), CHUNK)]
     results: list[tuple[int, bool, float, int]] = []
     tasks = ((net, chunk, max_precision) for chunk in chunks)
-    for part in imap(_certify_chunk, tasks, workers if len(chunks) > 1 else 1):
-        results += part
-        if progress:
-            progress(len(results), points.m)
+    with closing(imap(_certify_chunk, tasks, min(workers, len(chunks)))) as parts:
+        for part in parts:
+            results += part
+            if progress:
+                progress(len(results), points.m)
     results.sort()
     return Certificate(
         tuple(PointResult(k, points.y[k], ok, margin, prec) for k, ok, margin, prec in results)
@@ -162,7 +164,10 @@ def decide(net: LNNet[fmpq], x: Sequence[object], max_precision: int = MAX_PRECI
     Raises :class:`ArithmeticError` when ``x`` is on (or within rounding of) a
     decision boundary at ``max_precision`` bits.
     """
-    row = tuple(exact(v) for v in x)
+    try:
+        row = tuple(exact(v) for v in x)
+    except (ValueError, TypeError) as e:
+        raise InputError(f"cannot classify {shown(list(x))}: {e}") from None
     if len(row) != net.input_dim:
         raise InputError(f"the net takes {net.input_dim} features, got {len(row)}")
     scores = _evaluator(net)

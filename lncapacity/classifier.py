@@ -18,10 +18,10 @@ ones scikit-learn's conventions ask for); without it, a small stand-in
 provides ``get_params``, ``set_params`` and ``score``.  scikit-learn is never
 required.
 
-Only binary construction exists so far: ``fit`` on three or more classes
-raises ``ValueError`` ("Only binary classification is supported ..."), and the
-estimator says so in its tags (``classifier_tags.multi_class = False``).  A
-single class is fine (the net is constant).
+Any number of classes (multiclass, :mod:`lncapacity.construct.multiclass`):
+``classes_`` is sorted, ``predict`` returns labels, ``decision_function`` the
+``(n, k)`` readout scores in the order of ``classes_``.  A single class is fine
+(the net is constant).
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ from .construct import build
 from .data import points_from_arrays
 from .errors import InputError
 
-BACKENDS = (*floats.BACKENDS, "exact")
+BACKENDS = ("auto", *floats.BACKENDS, "exact")
 
 try:  # pragma: no cover - exercised in whichever environment runs the tests
     from sklearn.base import BaseEstimator, ClassifierMixin
     from sklearn.exceptions import NotFittedError
-    from sklearn.utils.multiclass import check_classification_targets, type_of_target
+    from sklearn.utils.multiclass import check_classification_targets
     from sklearn.utils.validation import check_is_fitted
 
     try:
@@ -84,7 +84,7 @@ except ImportError:  # pragma: no cover
     _BASES = (_Estimator,)
 
 
-_FITTED = ("net_", "classes_", "n_features_in_", "feature_names_in_")
+_FITTED = ("net_", "backend_", "classes_", "n_features_in_", "feature_names_in_")
 
 
 class LNNetClassifier(*_BASES):  # type: ignore[misc]
@@ -95,11 +95,13 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
     ``eps`` LayerNorm epsilon (exact, >= 0); ``depth`` pad to exactly this many
     LayerNorm layers (``None``: as few as the construction needs); ``method``
     the construction (``"runs"`` or the paper's ``"pma"``); ``seed`` for the
-    projection; ``backend`` of ``predict`` (``"float64"``, ``"float32"``,
-    ``"torch-float64"``, ``"torch-float32"`` or ``"exact"``; a torch backend needs
-    PyTorch installed).
+    projection; ``backend`` of ``predict`` (``"auto"``, the default: ``"float64"``
+    when it is right on every training point, else ``"exact"``; or ``"float64"``,
+    ``"float32"``, ``"torch-float64"``, ``"torch-float32"``, ``"exact"``; a torch
+    backend needs PyTorch installed).
 
     Fitted attributes: ``net_`` (the exact :class:`~lncapacity.model.LNNet`),
+    ``backend_`` (the backend ``predict`` runs),
     ``classes_``, ``n_features_in_`` (and ``feature_names_in_`` when fitted on
     a table with string column names, through scikit-learn).
     """
@@ -110,7 +112,7 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
         depth: int | None = None,
         method: str = "runs",
         seed: int = 0,
-        backend: str = "float64",
+        backend: str = "auto",
     ) -> None:
         self.eps = eps
         self.depth = depth
@@ -119,14 +121,6 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
         self.backend = backend
 
     # -- scikit-learn protocol ------------------------------------------------
-
-    def __sklearn_tags__(self) -> Any:
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        return tags
-
-    def _more_tags(self) -> dict[str, Any]:  # scikit-learn < 1.6
-        return {"binary_only": True}
 
     def __sklearn_is_fitted__(self) -> bool:
         # n_features_in_ is set while validating, before the construction can fail
@@ -146,14 +140,14 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
             X, y = _validate_data(self, X, y, dtype=None, accept_sparse=False)
             _check_object_array(X)
             check_classification_targets(y)
-            kind = type_of_target(y, input_name="y")
-            if kind != "binary":
-                raise ValueError(
-                    f"Only binary classification is supported. The type of the target is {kind}."
-                )
         points = points_from_arrays(X, y)
         net = build(points, eps=self.eps, depth=self.depth, method=self.method, seed=self.seed)
         self.net_ = net
+        self.backend_ = self.backend
+        if self.backend == "auto":
+            # deep nets can be right exactly but not in float64 (proofs/float_gap.md)
+            faithful = floats.check(net, points, "float64").all_agree
+            self.backend_ = "float64" if faithful else "exact"
         # sorted like net.classes (the same labels, as int or str): predict maps one to the other
         self.classes_ = np.unique(np.asarray(y))
         self.n_features_in_ = points.d
@@ -161,6 +155,27 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
 
     def predict(self, X: Any) -> np.ndarray:
         """The predicted class of each row of ``X``."""
+        A = self._predict_input(X)
+        labels = self.net_.predict(A, backend=self.backend_)
+        lookup = dict(zip(self.net_.classes, self.classes_.tolist(), strict=True))
+        return np.asarray([lookup[label] for label in labels.tolist()], dtype=self.classes_.dtype)
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """The readout scores ``z`` (float backend), shape ``(n, k)``, columns as ``classes_``.
+
+        With two classes scikit-learn's convention is one column, the score of
+        ``classes_[1]`` minus that of ``classes_[0]``.
+        """
+        A = self._predict_input(X)
+        if self.backend_ == "exact":
+            Z = np.asarray([_exact_scores(self.net_, row) for row in A])
+        else:
+            Z = np.asarray(floats.forward(self.net_, A, self.backend_), dtype=np.float64)
+        return Z[:, 1] - Z[:, 0] if Z.shape[1] == 2 else Z
+
+    # -- helpers --------------------------------------------------------------
+
+    def _predict_input(self, X: Any) -> np.ndarray:
         if HAVE_SKLEARN:
             check_is_fitted(self)
             A = _validate_data(self, X, reset=False, dtype=None, accept_sparse=False)
@@ -168,11 +183,8 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
         else:
             A = self._check_predict_input(X)
         self._check_backend()
-        labels = self.net_.predict(A, backend=self.backend)
-        lookup = dict(zip(self.net_.classes, self.classes_.tolist(), strict=True))
-        return np.asarray([lookup[label] for label in labels.tolist()], dtype=self.classes_.dtype)
-
-    # -- helpers --------------------------------------------------------------
+        # float16/float32 widen to float64 exactly (the exact backend reads Python floats)
+        return A.astype(np.float64) if A.dtype.kind == "f" else A
 
     def _check_backend(self) -> None:
         if self.backend not in BACKENDS:
@@ -198,9 +210,30 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
                 f"X has {A.shape[1]} features, but {type(self).__name__} is expecting "
                 f"{self.n_features_in_} features as input."
             )
-        if self.backend != "exact" and not np.all(np.isfinite(A.astype(np.float64))):
+        if self.backend_ != "exact" and not np.all(np.isfinite(A.astype(np.float64))):
             raise ValueError("Input X contains NaN or infinity.")
         return A
+
+
+def _exact_scores(net: Any, row: Any) -> list[float]:
+    """The readout scores of one row, as floats nearest the exact values.
+
+    Ball arithmetic at a precision raised until the largest score is certainly
+    the largest, so the argmax agrees with ``predict(backend="exact")``.
+    """
+    from flint import arb
+
+    from .arith import exact, precision
+
+    x = [exact(v) for v in row]
+    prec = 128
+    while True:
+        with precision(prec):
+            z = net.map(arb).forward([arb(v) for v in x], arb.sqrt)
+            best = max(range(len(z)), key=lambda i: z[i].mid())
+            if all(z[best] > z[i] for i in range(len(z)) if i != best) or prec >= 1 << 16:
+                return [float(v.mid()) for v in z]
+        prec *= 2
 
 
 def _check_object_array(X: np.ndarray) -> None:

@@ -1,8 +1,9 @@
 """The ``lncapacity`` command line: a thin layer over the library.
 
 Exit codes: 0 success; 2 bad input, or a certificate that fails; 1 an internal
-error (a bug: please report it).  Output files are written atomically and only
-after every check has passed.
+error (a bug: please report it); 128 + the signal's number when interrupted (130
+Ctrl-C/SIGINT, 143 SIGTERM, 129 SIGHUP), leaving no partial file and no worker.
+Output files are written atomically and only after every check has passed.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -69,7 +71,10 @@ def _parser() -> argparse.ArgumentParser:
             )
         if workers:
             q.add_argument(
-                "--workers", type=int, metavar="N", help="processes (default: all cores)"
+                "--workers",
+                type=_positive,
+                metavar="N",
+                help="processes (default: all cores; never more than there are chunks of work)",
             )
         q.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
         q.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -146,8 +151,47 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text[:40]!r}")
+    return n
+
+
+class Interrupted(KeyboardInterrupt):
+    """A termination signal (SIGTERM, SIGHUP) turned into an exception, as Ctrl-C is."""
+
+    def __init__(self, signo: int) -> None:
+        super().__init__(signo)
+        self.signo = signo
+
+
+def _raise_interrupted(signo: int, _frame: object) -> None:
+    raise Interrupted(signo)
+
+
+STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
+"""Signals that stop a run as Ctrl-C (SIGINT) does: temporary files removed, workers stopped,
+one line, exit code 128 + the signal's number (130 SIGINT, 143 SIGTERM, 129 SIGHUP)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    try:
+        previous = {s: signal.signal(s, _raise_interrupted) for s in STOP_SIGNALS}
+    except ValueError:  # not the main thread: leave the signals alone
+        previous = {}
+    try:
+        return _main(args)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         return COMMANDS[args.command](args)
     except InputError as e:
@@ -156,9 +200,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConstructionError as e:
         print(f"lncapacity: construction failed: {e}", file=sys.stderr)
         return EXIT_INTERNAL
-    except KeyboardInterrupt:
-        print("lncapacity: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        signo = e.signo if isinstance(e, Interrupted) else signal.SIGINT
+        print(f"lncapacity: interrupted ({signal.Signals(signo).name})", file=sys.stderr)
+        return 128 + signo
     except BrokenPipeError:  # e.g. `lncapacity certify ... --json | head`: the reader left
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
@@ -183,10 +228,16 @@ def _run(label: str, quiet: bool, f: Callable[[Bar], Any]) -> tuple[Any, float]:
 
 
 def cmd_certify(args: argparse.Namespace) -> int:
-    _check_outputs(args.out, args.certificate)
+    fileformat.check_outputs({"--out": args.out, "--certificate": args.certificate}, [args.data])
     if args.float is not None:  # checked now; the default imports PyTorch, later
         _float_backends(args.float)
+    if args.depth is not None and args.depth > fileformat.MAX_DEPTH:
+        raise InputError(f"--depth {args.depth}: beyond the limit of {fileformat.MAX_DEPTH} layers")
     points = load_points(args.data)
+    if points.d > fileformat.MAX_INPUT_DIM:
+        raise InputError(
+            f"{points.source}: {points.d} features, beyond the limit of {fileformat.MAX_INPUT_DIM}"
+        )
     net, t_build = _run(
         "folding",
         args.quiet,
@@ -220,15 +271,8 @@ def _float_backends(option: str | None) -> tuple[str, ...]:
     return names
 
 
-def _check_outputs(*paths: str | None) -> None:
-    """Fail before any long computation if an output cannot be written."""
-    for path in paths:
-        if path:
-            fileformat.check_writable(path)
-
-
 def cmd_verify(args: argparse.Namespace) -> int:
-    _check_outputs(args.certificate)
+    fileformat.check_outputs({"--certificate": args.certificate}, [args.net, args.data])
     if args.float is not None:  # checked now; the default imports PyTorch, later
         _float_backends(args.float)
     net = fileformat.load(args.net)
@@ -239,14 +283,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_shatter(args: argparse.Namespace) -> int:
     from .shatter import labels_of, random_points, shatter
 
+    out = f"shatter-L{args.depth}.jsonl" if args.out is None else args.out
+    fileformat.check_outputs({"--out": out}, [args.points] if args.points else [])
     X = None if args.points is None else load_points(args.points).X
     if args.random is not None or (args.search and X is None):
         if X is not None:
             raise InputError("--points and --random exclude each other")
         X = random_points(args.random or args.depth + 3, args.dim, args.seed)
     search = {"restarts": args.restarts} if args.search else None
-    out = args.out or f"shatter-L{args.depth}.jsonl"
-    _check_outputs(out)
     summary, _ = _run(
         "shattering",
         args.quiet,
@@ -295,7 +339,9 @@ def cmd_verify_shatter(args: argparse.Namespace) -> int:
         lambda bar: verify_shatter(args.certificate, workers=args.workers, progress=bar),
     )
     ok = summary.all_certified and not problems
-    report = summary.to_dict() | {"valid": ok, "problems": problems[:20]}
+    # only what was re-derived: the folds (construction metadata, not certified) are left out
+    report = {k: v for k, v in summary.to_dict().items() if k != "folds_histogram"}
+    report |= {"valid": ok, "problems": problems[:20]}
     if args.json:
         print(json.dumps(report, indent=1))
     else:
@@ -305,8 +351,8 @@ def cmd_verify_shatter(args: argparse.Namespace) -> int:
             f"({summary.seconds:.1f} s)"
         )
     if not ok:
-        more = f" and {len(problems) - 5} more" if len(problems) > 5 else ""
-        print(f"lncapacity: error: {'; '.join(problems[:5])}{more}", file=sys.stderr)
+        more = f" and {len(problems) - 3} more" if len(problems) > 3 else ""
+        print(f"lncapacity: error: {'; '.join(problems[:3])}{more}", file=sys.stderr)
         return EXIT_BAD
     return EXIT_OK
 

@@ -19,6 +19,7 @@ import io
 import math
 import os
 import re
+import tokenize
 import zipfile
 import zlib
 from collections.abc import Sequence
@@ -31,7 +32,7 @@ from typing import Any
 import numpy as np
 from flint import fmpq
 
-from .arith import MAX_EXPONENT, exact
+from .arith import exact, to_float
 from .errors import InputError
 from .model import Label
 
@@ -40,7 +41,7 @@ __all__ = ["Label", "PointSet", "load_points", "points_from_arrays"]
 
 _SHOWN = 5  # at most this many lines/rows/columns are named in one message
 _INT_LABEL = re.compile(r"[+-]?[0-9]{1,4000}")  # int() refuses more than 4300 digits
-_EXPONENT = re.compile(r"[eE]([+-]?[0-9]+)$")
+"""Integer literals (ASCII digits): in files, labels that all are one are read as ints."""
 _NUMERIC = "biuf"  # numpy dtype kinds accepted as coordinates (bools count as 0/1)
 
 
@@ -88,16 +89,8 @@ class PointSet:
         """``X`` as a new float64 array of shape ``(m, d)``, each entry correctly rounded."""
         out = np.empty((self.m, self.d), dtype=np.float64)
         for i, row in enumerate(self.X):
-            out[i] = [_to_float(v) for v in row]
+            out[i] = [to_float(v) for v in row]
         return out
-
-
-def _to_float(q: fmpq) -> float:
-    p, r = int(q.p), int(q.q)
-    try:
-        return p / r  # int true division rounds correctly
-    except OverflowError:
-        return math.inf if p > 0 else -math.inf
 
 
 # ---------------------------------------------------------------------------
@@ -109,9 +102,11 @@ def load_points(path: str | os.PathLike[str]) -> PointSet:
 
     * CSV: a header row; the column named ``label`` (any case) holds the labels,
       every other column is a feature, in order.  Labels become ``int`` when
-      every one is an integer literal, otherwise they all stay ``str``.
+      every one is an integer literal, otherwise they all stay ``str``.  The
+      quoting is strict (an unclosed quote is an error).
     * ``.npy``: a 2-D numeric array whose last column is the label.
-    * ``.npz``: a 2-D numeric array ``X`` and a 1-D label array ``y``.
+    * ``.npz``: a 2-D numeric array ``X`` and a 1-D label array ``y``; string
+      labels follow the CSV rule (all integer literals: ints).
 
     Raises :class:`InputError` (one line, naming the file and the offending
     lines or rows) for anything unreadable, malformed or ambiguous.
@@ -254,15 +249,21 @@ def _load_csv(path: Path, name: str) -> PointSet:
         if problems:
             raise _first_of(name, "line", problems)
 
-    labels: list[Label] = list(texts)
-    if all(_INT_LABEL.fullmatch(t) for t in texts):
-        labels = [int(t) for t in texts]
-    return _build(points, labels, lines, "line", name, name)
+    return _build(points, _text_labels(texts), lines, "line", name, name)
+
+
+def _text_labels(texts: Sequence[Label]) -> list[Label]:
+    """The label rule of every file reader (CSV, ``.npz``): when every label is an integer
+    literal (``"0"``, ``"-3"``, ``"+07"``: ASCII digits) they are all read as ints, otherwise
+    they all stay strings.  The Python API keeps labels as given."""
+    if all(isinstance(t, str) and _INT_LABEL.fullmatch(t) for t in texts):
+        return [int(t) for t in texts]  # type: ignore[arg-type]
+    return list(texts)
 
 
 def _csv_rows(text: str, name: str) -> list[tuple[int, list[str]]]:
     """The non-blank records with the line each starts on, fields stripped."""
-    reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True)
+    reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True, strict=True)
     rows: list[tuple[int, list[str]]] = []
     start = 1
     try:
@@ -279,16 +280,14 @@ def _parse_value(t: str) -> fmpq:
     """The exact value of one CSV feature; ValueError describing the problem otherwise."""
     if not t:
         raise ValueError("empty value")
-    e = _EXPONENT.search(t)
-    if e and abs(int(e.group(1))) > MAX_EXPONENT:
-        raise ValueError(f"value {_show(t)} out of range (exponent beyond ±{MAX_EXPONENT})")
     try:
         return exact(t)
-    except ValueError:
-        pass
+    except ValueError as e:
+        if "out of range" in str(e) or "digits" in str(e):
+            raise ValueError(f"value {e}") from None
     try:
         finite = math.isfinite(float(t))
-    except ValueError:
+    except (ValueError, OverflowError):
         finite = True
     raise ValueError(f"{'non-numeric' if finite else 'non-finite'} value {_show(t)}")
 
@@ -304,10 +303,59 @@ def _np_open(path: Path, name: str) -> io.BufferedReader:
         raise _err(name, f"cannot read ({e.strerror or e})") from None
 
 
+# what NumPy's reader raises on a damaged file (its header is parsed as a Python literal)
+_BAD_NPY = (
+    ValueError,
+    OSError,
+    EOFError,
+    SyntaxError,
+    TypeError,
+    KeyError,
+    RecursionError,
+    tokenize.TokenError,
+    zipfile.BadZipFile,
+    zlib.error,
+)
+
+
+def _npy_header_fits(f: Any, available: int, name: str, npz: bool = False) -> None:
+    """Refuse, before anything is allocated, an ``.npy`` header whose array is bigger than the
+    ``available`` bytes that follow it (a header claiming 10^12 rows in a small file)."""
+    start = f.tell()
+    try:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+        else:
+            shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+    except _BAD_NPY:
+        raise _err(name, "not a valid .npy file") from None
+    count = math.prod(shape)
+    need = count * dtype.itemsize
+    if dtype.hasobject:
+        raise InputError(f"{name} {_OBJECTS}" if npz else f"{name}: {_OBJECTS}")
+    if need > available - (f.tell() - start):
+        raise _err(
+            name,
+            f"the .npy header claims shape {tuple(shape)} ({need} bytes) but the file holds "
+            f"only {max(available - (f.tell() - start), 0)} bytes of data",
+        )
+    f.seek(start)
+
+
 def _np_load(f: io.BufferedReader, name: str, kind: str) -> Any:
+    if kind == ".npy":
+        try:
+            size = os.fstat(f.fileno()).st_size
+        except OSError as e:
+            raise _err(name, f"cannot read ({e.strerror or e})") from None
+        if f.read(6) == b"\x93NUMPY":
+            f.seek(0)
+            _npy_header_fits(f, size, name)
+        f.seek(0)
     try:
         return np.load(f, allow_pickle=False)
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
+    except _BAD_NPY as e:
         if "Object arrays" in str(e):
             raise _err(name, _OBJECTS) from None
         raise _err(name, f"not a valid {kind} file") from None
@@ -346,17 +394,22 @@ def _load_npz(path: Path, name: str) -> PointSet:
                 what = " and ".join(repr(k) for k in missing)
                 raise _err(name, f"missing array {what}; found {found}")
             X, y = (_npz_get(z, k, name) for k in ("X", "y"))
-    return _from_arrays(X, y, name, name)
+    return _from_arrays(X, y, name, name, text_labels=True)
 
 
 def _npz_get(z: Any, key: str, name: str) -> np.ndarray:
     try:
+        info = z.zip.getinfo(f"{key}.npy")
+        with z.zip.open(info) as member:
+            _npy_header_fits(member, info.file_size, f"{name}: array {key!r}", npz=True)
         return np.asarray(z[key])
+    except InputError:
+        raise
     except ValueError as e:
         if "Object arrays" in str(e):
             raise _err(name, f"array {key!r} {_OBJECTS}") from None
         raise _err(name, f"array {key!r} is not a valid array") from None
-    except (OSError, EOFError, zipfile.BadZipFile, zlib.error):
+    except _BAD_NPY:
         raise _err(name, f"array {key!r} is not a valid array") from None
 
 
@@ -374,7 +427,9 @@ def _as_array(a: Any, what: str) -> np.ndarray:
         raise _err(None, f"{what} is not an array ({e})") from None
 
 
-def _from_arrays(X: np.ndarray, y: np.ndarray, prefix: str | None, source: str) -> PointSet:
+def _from_arrays(
+    X: np.ndarray, y: np.ndarray, prefix: str | None, source: str, text_labels: bool = False
+) -> PointSet:
     if X.dtype.names is not None or X.dtype.kind not in _NUMERIC + "O":
         raise _err(prefix, f"X must hold numbers, got dtype {X.dtype}")
     if X.ndim >= 1 and X.shape[0] == 0:
@@ -392,6 +447,8 @@ def _from_arrays(X: np.ndarray, y: np.ndarray, prefix: str | None, source: str) 
         raise _err(prefix, f"X has {_plural(len(X), 'row')} but y has {_plural(len(y), 'label')}")
     points = _exact_rows(X, prefix)
     labels = _array_labels(y, prefix)
+    if text_labels:
+        labels = _text_labels(labels)
     return _build(points, labels, range(len(X)), "row", source, prefix)
 
 

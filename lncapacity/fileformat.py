@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -38,7 +39,7 @@ from typing import Any
 
 from flint import fmpq
 
-from .arith import format_rational, parse_rational
+from .arith import format_rational, parse_rational, shown
 from .errors import InputError
 from .model import Affine, LNNet
 
@@ -48,12 +49,15 @@ __all__ = [
     "FORMAT",
     "U",
     "V",
+    "check_outputs",
     "check_writable",
     "dumps",
     "from_dict",
     "from_gadget",
     "gadget_affine",
     "load",
+    "output_target",
+    "parse_json",
     "read_vector",
     "save",
     "to_dict",
@@ -97,16 +101,18 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
 
     def number(v: Any, where: str) -> fmpq:
         if not isinstance(v, str):
-            raise fail(where, f'numbers are strings "p/q" or "n", got {json.dumps(v)}')
+            raise fail(where, f'numbers are strings "p/q" or "n", got {shown(json.dumps(v))}')
         try:
             return parse_rational(v)
         except ValueError as e:
             raise fail(where, str(e)) from None
 
-    def integer(key: str) -> int:
+    def integer(key: str, limit: int) -> int:
         v = obj.get(key)
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise fail(key, "must be a positive integer")
+        if v > limit:
+            raise fail(key, f"{v} is beyond the limit of {limit}")
         return v
 
     def affine(a: Any, where: str) -> Affine[fmpq]:
@@ -128,11 +134,15 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
     if not isinstance(obj, Mapping):
         raise InputError(f"{source}: not an lnnet/1 object")
     if obj.get("format") != FORMAT:
-        raise fail("format", f"expected {FORMAT!r}, got {obj.get('format')!r}")
+        raise fail("format", f"expected {FORMAT!r}, got {shown(obj.get('format'))}")
     layers = obj.get("layers")
     if not isinstance(layers, list):
         raise fail("layers", "must be a list")
+    if len(layers) > MAX_DEPTH:
+        raise fail("layers", f"{len(layers)} layers, beyond the limit of {MAX_DEPTH}")
     classes = obj.get("classes")
+    if isinstance(classes, list) and len(classes) > MAX_WIDTH:
+        raise fail("classes", f"{len(classes)} classes, beyond the limit of {MAX_WIDTH}")
     if not isinstance(classes, list) or not all(
         isinstance(c, (int, str)) and not isinstance(c, bool) for c in classes
     ):
@@ -141,8 +151,8 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
     if not isinstance(meta, Mapping):
         raise fail("meta", "must be an object")
     fields = dict(
-        input_dim=integer("input_dim"),
-        width=integer("width"),
+        input_dim=integer("input_dim", MAX_INPUT_DIM),
+        width=integer("width", MAX_WIDTH),
         eps=number(obj.get("eps"), "eps"),
         layers=tuple(affine(a, f"layers[{i}]") for i, a in enumerate(layers)),
         readout=affine(obj.get("readout"), "readout"),
@@ -247,18 +257,77 @@ def save(net: LNNet[fmpq], path: str | os.PathLike[str]) -> None:
     write_atomic(path, dumps(to_dict(net)))
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in d:
+            raise _DuplicateKey(key)
+        d[key] = value
+    return d
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_json(text: str | bytes, source: str) -> Any:
+    """``json.loads`` for files this package reads: strict, and one-line errors.
+
+    Duplicate keys (``{"a": 1, "a": 2}``), ``NaN``/``Infinity``, integers of more
+    than 4300 digits and nesting deeper than Python's recursion limit raise
+    :class:`InputError` naming ``source``.
+    """
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{source}: not JSON ({e.msg} at line {e.lineno})") from None
+    except _DuplicateKey as e:
+        raise InputError(f"{source}: not JSON (duplicate key {shown(str(e))})") from None
+    except RecursionError:
+        raise InputError(f"{source}: not JSON (nested too deeply)") from None
+    except (ValueError, UnicodeDecodeError) as e:  # e.g. an integer beyond 4300 digits
+        raise InputError(f"{source}: not JSON ({shown(str(e), 80)})") from None
+
+
+MAX_FILE_BYTES = 64 << 20
+"""Largest ``lnnet/1`` file :func:`load` reads (64 MiB; a depth-10,000 net takes about 3 MB)."""
+
+MAX_DEPTH = 10_000
+"""Most LayerNorm layers in a net that is read."""
+
+MAX_WIDTH = 1_000
+"""Largest width or number of classes of a net that is read."""
+
+MAX_INPUT_DIM = 100_000
+"""Largest input dimension of a net that is read (``certify`` refuses wider data: its net could
+not be read back)."""
+
+
 def load(path: str | os.PathLike[str]) -> LNNet[fmpq]:
-    """Read an ``lnnet/1`` file; a missing or malformed file raises :class:`InputError`."""
+    """Read an ``lnnet/1`` file; a missing, malformed or oversized file raises :class:`InputError`.
+
+    Limits: :data:`MAX_FILE_BYTES`, :data:`MAX_DEPTH`, :data:`MAX_WIDTH`, :data:`MAX_INPUT_DIM` and
+    :data:`lncapacity.arith.MAX_DIGITS` digits per number.
+    """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{p}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+        with open(p, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise InputError(f"{p}: cannot read: not a regular file")
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise InputError(f"{p}: cannot read: {e.strerror or e}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise InputError(f"{p}: larger than the limit of {MAX_FILE_BYTES >> 20} MiB for a net")
     try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"{p}: not JSON ({e.msg} at line {e.lineno})") from None
-    return from_dict(obj, str(p))
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{p}: cannot read: not UTF-8 ({e.reason})") from None
+    return from_dict(parse_json(text, str(p)), str(p))
 
 
 def publish(tmp: str, path: Path) -> None:
@@ -269,16 +338,75 @@ def publish(tmp: str, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def output_target(path: str | os.PathLike[str]) -> Path:
+    """Where writing ``path`` puts the file: a symbolic link is followed to its target.
+
+    Outputs are written through links (the link stays a link; its target gets the
+    new content, atomically).  Raises :class:`InputError` for an empty name.
+    """
+    if not os.fspath(path):
+        raise InputError("an output file name is empty")
+    return Path(os.path.realpath(path))
+
+
 def check_writable(path: str | os.PathLike[str]) -> None:
-    """Raise :class:`InputError` now if ``path`` cannot be written later."""
+    """Raise :class:`InputError` now if ``path`` cannot be written later.
+
+    The target (see :func:`output_target`) must be a regular file or not exist
+    yet, in a writable folder: a FIFO, a device (``/dev/null``), a socket or a
+    folder is refused, never replaced by a regular file.
+    """
     p = Path(path)
-    folder = p.parent if str(p.parent) else Path(".")
-    if p.is_dir():
+    target = output_target(path)
+    folder = target.parent
+    try:
+        mode = target.stat().st_mode if os.path.lexists(target) else None
+    except OSError as e:
+        raise InputError(f"{p}: cannot write: {e.strerror}") from None
+    if mode is not None and stat.S_ISDIR(mode):
         raise InputError(f"{p}: is a directory")
+    if mode is not None and not stat.S_ISREG(mode):
+        raise InputError(f"{p}: not a regular file (a FIFO, device or socket is never replaced)")
     if not folder.is_dir():
-        raise InputError(f"{p}: no such folder {str(folder)!r}")
+        raise InputError(f"{p}: no such folder {str(p.parent or '.')!r}")
     if not os.access(folder, os.W_OK):
         raise InputError(f"{p}: folder not writable")
+
+
+def check_outputs(
+    outputs: Mapping[str, str | os.PathLike[str] | None],
+    inputs: Sequence[str | os.PathLike[str]] = (),
+) -> None:
+    """Before any work: every output writable, none the same file as an input or another output.
+
+    ``outputs`` maps an option name (``"--out"``) to its path (``None``: not asked
+    for).  Sameness is by the file itself (:func:`os.path.samefile`: links and
+    hard links included) and by the resolved name (for files not written yet).
+    Raises :class:`InputError` (one line) for the first problem.
+    """
+    seen: dict[Path, str] = {}
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        if not os.fspath(path):
+            raise InputError(f"{option}: the file name is empty")
+        check_writable(path)
+        target = output_target(path)
+        for name in inputs:
+            if _same_file(target, name):
+                raise InputError(f"{option} {path}: is the input {name}; it would be overwritten")
+        if target in seen:
+            raise InputError(f"{seen[target]} and {option} name the same file {path}")
+        seen[target] = option
+
+
+def _same_file(target: Path, other: str | os.PathLike[str]) -> bool:
+    if target == Path(os.path.realpath(other)):
+        return True
+    try:
+        return os.path.samefile(target, other)
+    except OSError:  # one of them does not exist (yet)
+        return False
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:
@@ -290,14 +418,15 @@ def write_all_atomic(files: Sequence[tuple[str | os.PathLike[str], str]]) -> Non
     """Write several files so that either all of them appear or none does.
 
     Each goes to a temporary file in its own folder first; only when every one
-    is complete are they renamed into place.
+    is complete are they renamed into place.  A path that is a symbolic link is
+    written through (its target is replaced; the link stays).
     """
     done: list[tuple[str, Path]] = []
     p = Path(".")
     try:
         for path, text in files:
-            p = Path(path)
-            fd, tmp = tempfile.mkstemp(dir=p.parent or ".", prefix=f".{p.name}.", suffix=".tmp")
+            p = output_target(path)  # through a symbolic link, to its target
+            fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
             done.append((tmp, p))
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text)

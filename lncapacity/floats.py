@@ -10,8 +10,9 @@ point, with every weight rounded to the backend's precision:
   ``torch.nn.LayerNorm(width, eps, elementwise_affine=False)`` for each
   LayerNorm), available when ``import torch`` works.
 
-Overflow or NaN in a forward pass makes the affected points wrong (a NaN
-score decides nothing) and raises no warning.  These checks *confirm* a net;
+Overflow or NaN in a forward pass makes the affected points wrong (a NaN or
+infinite score is not the net's value) and raises no warning, NumPy's or
+PyTorch's.  These checks *confirm* a net;
 they never certify one.  PyTorch is optional (``pip install
 'lncapacity[torch]'``) and imported only when a torch backend is used.
 """
@@ -19,11 +20,14 @@ they never certify one.  PyTorch is optional (``pip install
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from flint import fmpq
 
+from .arith import to_float
 from .data import PointSet
 from .errors import InputError
 from .model import Affine, LNNet
@@ -79,9 +83,16 @@ def _check_backend(backend: str) -> None:
         raise InputError(f"unknown float backend {backend!r} (choose from {', '.join(BACKENDS)})")
 
 
+def _float(v: Any) -> float:
+    """A weight as a float64: exact rationals correctly rounded, ``±inf`` beyond the range."""
+    return to_float(v) if isinstance(v, fmpq) else float(v)
+
+
 def _array(a: Affine[Any], dt: type) -> tuple[np.ndarray, np.ndarray]:
-    W = np.array([[float(w) for w in row] for row in a.W], dtype=dt).reshape(a.shape)
-    return W, np.array([float(v) for v in a.b], dtype=dt)
+    with np.errstate(all="ignore"):  # float64 -> float32 overflows to inf, which check() counts
+        W = np.array([[_float(w) for w in row] for row in a.W], dtype=np.float64)
+        b = np.array([_float(v) for v in a.b], dtype=np.float64)
+        return W.reshape(a.shape).astype(dt), b.astype(dt)
 
 
 def to_torch(net: LNNet[Any], dtype: str = "float64") -> torch.nn.Sequential:
@@ -114,7 +125,7 @@ def to_torch(net: LNNet[Any], dtype: str = "float64") -> torch.nn.Sequential:
     with torch.random.fork_rng(devices=[]):
         for layer in net.layers:
             modules.append(linear(layer))
-            modules.append(nn.LayerNorm(net.width, eps=float(net.eps), elementwise_affine=False))
+            modules.append(nn.LayerNorm(net.width, eps=_float(net.eps), elementwise_affine=False))
         modules.append(linear(net.readout))
     return nn.Sequential(*modules).eval().requires_grad_(False)
 
@@ -125,7 +136,16 @@ def forward(net: LNNet[Any], X: Any, backend: str = "float64") -> np.ndarray:
     Overflow gives infinite or NaN scores, silently.
     """
     _check_backend(backend)
-    h = np.asarray(X.floats() if isinstance(X, PointSet) else X, dtype=np.float64)
+    if isinstance(X, PointSet):
+        h = X.floats()  # exact coordinates beyond the float range become inf: wrong points
+    else:
+        try:
+            with np.errstate(all="ignore"):
+                h = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise InputError(f"X must be an array of finite numbers ({e})") from None
+        if not np.isfinite(h).all():
+            raise InputError("X has NaN or infinite values: a net classifies finite points")
     if h.ndim != 2 or h.shape[1] != net.input_dim:
         raise InputError(f"expected an array of shape (m, {net.input_dim}), got {h.shape}")
     if backend in TORCH_BACKENDS:
@@ -133,7 +153,7 @@ def forward(net: LNNet[Any], X: Any, backend: str = "float64") -> np.ndarray:
     dt = DTYPES[backend]
     with np.errstate(all="ignore"):  # overflow and NaN make points wrong; check() counts them
         h = h.astype(dt)
-        eps = dt(float(net.eps))
+        eps = dt(_float(net.eps))
         for layer in net.layers:
             W, b = _array(layer, dt)
             y = h @ W.T + b
@@ -151,9 +171,13 @@ def _forward_torch(net: LNNet[Any], h: np.ndarray, dtype: str) -> np.ndarray:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        model = to_torch(net, dtype)
-        with torch.no_grad():
-            return model(torch.from_numpy(h.astype(DTYPES[dtype]))).numpy()
+        # overflow in the cast or the modules gives inf/NaN scores, which check() counts as
+        # wrong points: no warning reaches stderr (NumPy's cast, PyTorch's own)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = to_torch(net, dtype)
+            with torch.no_grad():
+                return model(torch.from_numpy(h.astype(DTYPES[dtype]))).numpy()
     finally:
         torch.set_num_threads(threads)
 
@@ -205,9 +229,11 @@ def check(net: LNNet[Any], points: PointSet, backend: str = "float64") -> FloatC
         scale = float(finite.max()) if finite.size else math.nan
         target = np.array([net.classes.index(label) for label in points.y], dtype=np.intp)
         rows = np.arange(len(target))
+        overflowed = ~np.isfinite(z).all(axis=1)  # before the own scores are masked below
         own = z[rows, target]
         z[rows, target] = -np.inf
         margins = own - z.max(axis=1) if z.shape[1] > 1 else np.full(len(target), np.inf)
-        margins = np.where(np.isnan(margins), -np.inf, margins)  # a NaN score decides nothing
+        # a NaN score decides nothing, and an overflowed (infinite) one is not the net's value
+        margins = np.where(np.isnan(margins) | overflowed, -np.inf, margins)
     agree = int(np.sum(margins > 0))
     return FloatCheck(backend, agree, len(target), float(margins.min(initial=np.inf)), scale)

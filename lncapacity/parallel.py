@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import signal
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import TypeVar
@@ -11,19 +12,31 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+def _worker_signals() -> None:
+    """In each worker: Ctrl-C is the parent's to handle (it stops the workers), and SIGTERM or
+    SIGHUP end the worker at once (not the parent's handlers, inherited through ``fork``)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+
+
 def imap(fn: Callable[[T], R], tasks: Iterable[T], workers: int) -> Iterator[R]:
     """``map(fn, tasks)`` over ``workers`` processes, results in order.
 
     At most ``4 * workers`` tasks are in flight, so a long (or endless) task
     stream costs bounded memory.  ``fork`` is used where the platform has it, so
-    workers start at once with the parent's modules.
+    workers start at once with the parent's modules.  When the consumer stops
+    early (an exception such as an interruption, or closing the generator: use
+    ``contextlib.closing``), the workers are terminated at once, not waited for.
     """
     if workers <= 1:
         yield from map(fn, tasks)
         return
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-    with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_signals)
+    try:
         window: list[Future[R]] = []
         for task in tasks:
             window.append(pool.submit(fn, task))
@@ -31,3 +44,21 @@ def imap(fn: Callable[[T], R], tasks: Iterable[T], workers: int) -> Iterator[R]:
                 yield window.pop(0).result()
         for future in window:
             yield future.result()
+    except BaseException:  # including GeneratorExit and KeyboardInterrupt
+        _terminate(pool)
+        raise
+    pool.shutdown()
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool's workers now and reap them: nothing survives the parent's exit."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for p in processes:
+        if p.is_alive():
+            p.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in processes:
+        p.join(timeout=5)
+        if p.is_alive():  # pragma: no cover - a worker that ignores SIGTERM
+            p.kill()
+            p.join(timeout=5)

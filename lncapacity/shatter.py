@@ -30,15 +30,16 @@ bound, and checks that every labeling appears exactly once.
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import math
 import os
 import random
 import tempfile
 import time
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,17 +47,29 @@ from typing import Any
 from flint import fmpq
 
 from . import __version__
-from .arith import exact, format_rational, json_float, parse_rational
+from .arith import exact, format_rational, json_float, parse_rational, shown
 from .certify import certify
 from .data import PointSet
 from .errors import InputError
-from .fileformat import from_dict, from_gadget, publish, to_dict, to_gadget
+from .fileformat import (
+    MAX_INPUT_DIM,
+    from_dict,
+    from_gadget,
+    output_target,
+    parse_json,
+    publish,
+    to_dict,
+    to_gadget,
+)
 from .model import Affine, LNNet
 from .parallel import imap
 
 FORMAT = "lnnet-shatter/1"
 CLASSES = (0, 1)
 CHUNK = 64
+MAX_POINTS = 24
+"""Most points :func:`shatter` and :func:`verify_shatter` take: ``2^24`` labelings (the file has
+``2^23 + 2`` lines).  A header claiming more is refused before anything is allocated."""
 
 Progress = Callable[[int, int], None]
 
@@ -101,6 +114,10 @@ def random_points(n: int, dim: int, seed: int) -> list[tuple[fmpq, ...]]:
     """``n`` distinct random points, coordinates multiples of 1/16 in ``[-5/2, 5/2]``."""
     if n < 1 or dim < 1:
         raise InputError("--random and --dim must be positive")
+    if n > MAX_POINTS:
+        raise InputError(f"--random {n}: beyond the limit of {MAX_POINTS} points (2^{n} labelings)")
+    if dim < 2 and n > 81:  # 81 multiples of 1/16 in [-5/2, 5/2]
+        raise InputError(f"--random {n} --dim {dim}: only 81 distinct points exist")
     rng, pts = random.Random(seed), []
     while len(pts) < n:
         p = tuple(fmpq(rng.randint(-40, 40), 16) for _ in range(dim))
@@ -199,18 +216,34 @@ def shatter(
     numerically and certified, and the ones not found are listed in
     ``summary.failures`` instead of raising.
     """
-    if not isinstance(depth, int) or depth < 0:
-        raise InputError(f"depth must be a non-negative integer, got {depth!r}")
-    points = default_points(depth) if X is None else [tuple(exact(v) for v in x) for x in X]
+    if not _is_int(depth) or depth < 0:
+        raise InputError(f"depth must be a non-negative integer, got {shown(depth)}")
+    if depth + 2 > MAX_POINTS:
+        raise InputError(
+            f"depth {depth} takes {depth + 2} points, beyond the limit of {MAX_POINTS}"
+        )
+    try:
+        eps_q = exact(eps)
+    except (ValueError, TypeError) as e:
+        raise InputError(f"eps must be a finite number: {e}") from None
+    try:
+        points = default_points(depth) if X is None else [tuple(exact(v) for v in x) for x in X]
+    except (ValueError, TypeError) as e:
+        raise InputError(f"the points must have finite coordinates: {e}") from None
     m = len(points)
     if m != depth + 2 and (search is None or m < depth + 2):
         want = f"at least {depth + 2}" if search is not None else str(depth + 2)
         raise InputError(f"shattering at depth {depth} takes {want} points, got {m}")
+    if m > MAX_POINTS:
+        raise InputError(
+            f"{m} points: 2^{m} labelings, beyond the limit of {MAX_POINTS} points (2^{MAX_POINTS})"
+        )
+    if len({len(x) for x in points}) != 1 or not points[0]:
+        raise InputError("the points must all have the same number (at least 1) of coordinates")
     if len(set(points)) != m:
         raise InputError("the points must be distinct")
-    eps_q = exact(eps)
     if eps_q < 0:
-        raise InputError(f"eps must be >= 0, got {eps}")
+        raise InputError(f"eps must be >= 0, got {shown(eps)}")
     summary = ShatterSummary(m, depth, 1 << m)
     header = {
         "format": FORMAT,
@@ -228,9 +261,11 @@ def shatter(
         for i in range(0, len(canonical), CHUNK)
     )
     start = time.perf_counter()
-    with _writer(out) as (write, discard):
+    chunks = -(-len(canonical) // CHUNK)
+    pool = min(workers or os.cpu_count() or 1, chunks)
+    with _writer(out) as (write, discard), closing(imap(_shatter_chunk, tasks, pool)) as results:
         write(header)
-        for records in imap(_shatter_chunk, tasks, workers or os.cpu_count() or 1):
+        for records in results:
             for rec in records:
                 if "error" in rec:
                     if search is not None:
@@ -255,7 +290,7 @@ def shatter(
 
 
 def _tally(summary: ShatterSummary, k: int, margins: Sequence[float | None]) -> None:
-    if all(x is not None and x > 0 for x in margins):
+    if all(x is not None and x >= 0 for x in margins):  # -inf (None): not certified
         summary.certified += 1
         summary.min_margin = min(summary.min_margin, *margins)  # type: ignore[arg-type]
     else:
@@ -266,7 +301,7 @@ class _writer:
     """JSON Lines to a temporary file, renamed into place on success (gzip for ``.gz``)."""
 
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
-        self.path = None if path is None else Path(path)
+        self.path = None if path is None else output_target(path)
         self.keep = True
 
     def __enter__(self) -> tuple[Callable[[Any], None], Callable[[], None]]:
@@ -299,69 +334,208 @@ class _writer:
             Path(self.tmp).unlink(missing_ok=True)
 
 
-def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict]]:
+MAX_LINE_BYTES = 16 << 20
+"""Longest line of a shattering certificate that is read (16 MiB)."""
+
+_HEADER_KEYS = {"format", "points", "input_dim", "eps", "depth", "labelings", "classes"}
+_RECORD_KEYS = {"labeling", "folds", "margins", "complement"}
+_SUMMARY_KEYS = {
+    "points",
+    "depth",
+    "labelings",
+    "certified",
+    "all_certified",
+    "min_margin",
+    "folds_histogram",
+    "failures",
+}
+_GADGET_KEYS = {"projection", "layers", "readout"}
+_GADGET_LAYER_KEYS = {"centre", "offset", "scale"}
+
+
+def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
+    """``(line number, JSON value)`` of each line; :class:`InputError` for an unreadable file."""
     p = Path(path)
     try:
         raw = open(p, "rb")
     except OSError as e:
         raise InputError(f"{p}: cannot read: {e.strerror}") from None
     with raw:
-        f = io.TextIOWrapper(gzip.GzipFile(fileobj=raw) if p.suffix == ".gz" else raw, "utf-8")
+        f: Any = gzip.GzipFile(fileobj=raw) if p.suffix == ".gz" else raw
+        n = 0
         try:
-            for n, line in enumerate(f, 1):
-                try:
-                    yield n, json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise InputError(f"{p}: line {n}: not JSON ({e.msg})") from None
-        except (OSError, UnicodeDecodeError, EOFError) as e:
-            raise InputError(f"{p}: unreadable: {e}") from None
+            while line := f.readline(MAX_LINE_BYTES + 1):
+                n += 1
+                if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+                    raise InputError(
+                        f"{p}: line {n} is longer than the limit of {MAX_LINE_BYTES >> 20} MiB"
+                    )
+                yield n, parse_json(line, f"{p}: line {n}")
+        except (OSError, EOFError, zlib.error) as e:  # corrupt or truncated gzip
+            raise InputError(f"{p}: unreadable after line {n}: {shown(str(e), 80)}") from None
 
 
-def _verify_chunk(args: tuple[dict, list[dict]]) -> list[tuple[int, bool, float, str]]:
-    """(labeling, ok, min margin, reason) for both labelings of each record."""
+@dataclass(frozen=True)
+class _Header:
+    points: tuple[tuple[fmpq, ...], ...]
+    depth: int
+    eps: fmpq
+
+    @property
+    def m(self) -> int:
+        return len(self.points)
+
+
+def _read_header(obj: Any, path: object) -> _Header:
+    """The header line, every field checked: one-line :class:`InputError` otherwise."""
+
+    def bad(what: str) -> InputError:
+        return InputError(f"{path}: header: {what}")
+
+    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+        raise InputError(f"{path}: not an {FORMAT} certificate")
+    keys = set(obj) - {"generator"}
+    if keys != _HEADER_KEYS:
+        extra, missing = sorted(keys - _HEADER_KEYS), sorted(_HEADER_KEYS - keys)
+        raise bad(f"missing {missing}" if missing else f"unknown fields {shown(extra)}")
+    depth = obj["depth"]
+    if not _is_int(depth) or depth < 0:
+        raise bad(f"depth must be a non-negative integer, got {shown(depth)}")
+    points = obj["points"]
+    if not isinstance(points, list) or not points:
+        raise bad("points must be a non-empty list of points")
+    if len(points) > MAX_POINTS:
+        raise bad(
+            f"{len(points)} points, beyond the limit of {MAX_POINTS} (2^{MAX_POINTS} labelings)"
+        )
+    if len(points) < depth + 2:
+        raise bad(f"{len(points)} points at depth {depth}: shattering takes at least {depth + 2}")
+    if not all(isinstance(x, list) for x in points):
+        raise bad("every point must be a list of numbers")
+    d = len(points[0])
+    if not 1 <= d <= MAX_INPUT_DIM or any(len(x) != d for x in points):
+        raise bad(f"the points must all have one number (1 to {MAX_INPUT_DIM}) of coordinates")
+    if obj["input_dim"] != d or not _is_int(obj["input_dim"]):
+        raise bad(f"input_dim {shown(obj['input_dim'])} but the points have dimension {d}")
+    if not _is_int(obj["labelings"]) or obj["labelings"] != 1 << len(points):
+        raise bad(f"labelings must be 2^{len(points)}, got {shown(obj['labelings'])}")
+    if obj["classes"] != list(CLASSES) or not all(_is_int(c) for c in obj["classes"]):
+        raise bad(f"classes must be {list(CLASSES)}, got {shown(obj['classes'])}")
+    try:
+        X = tuple(tuple(parse_rational(v) for v in x) for x in points)
+        eps = parse_rational(obj["eps"])
+    except ValueError as e:
+        raise bad(str(e)) from None
+    if len(set(X)) != len(X):
+        raise bad("the points are not distinct")
+    if eps < 0:
+        raise bad("eps must be >= 0")
+    return _Header(X, depth, eps)
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_margin(v: object) -> bool:
+    """A claimed margin: a finite JSON number >= 0 (never a bool, NaN or infinity).
+
+    0 is a certified margin below the smallest float, rounded down."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < math.inf
+
+
+def _record_problem(rec: Any, header: _Header) -> str | None:
+    """What is wrong with a record's form (its place in the file and its net are checked later)."""
+    m, mask = header.m, (1 << header.m) - 1
+    if not isinstance(rec, dict):
+        return "not a record"
+    net_keys = {"net", "lnnet"} & set(rec)
+    if len(net_keys) != 1 or set(rec) - net_keys != _RECORD_KEYS:
+        return f"fields {shown(sorted(rec))}, expected {sorted(_RECORD_KEYS)} and net or lnnet"
+    k = rec["labeling"]
+    if not _is_int(k) or not 0 <= k <= mask or k % 2:
+        return f"labeling {shown(k)}: not an even number from 0 to {mask}"
+    comp = rec["complement"]
+    if not isinstance(comp, dict) or set(comp) != {"labeling", "margins"}:
+        return f"labeling {k}: complement must have exactly labeling and margins"
+    if not _is_int(comp["labeling"]) or comp["labeling"] != k ^ mask:
+        return f"labeling {k}: its complement is {k ^ mask}, not {shown(comp['labeling'])}"
+    for margins in (rec["margins"], comp["margins"]):
+        if not isinstance(margins, list) or len(margins) != m or not all(map(_is_margin, margins)):
+            return f"labeling {k}: margins must be {m} finite numbers >= 0"
+    folds = rec["folds"]
+    if "lnnet" in rec:
+        if folds != "search":
+            return f'labeling {k}: a searched net (lnnet) has folds "search"'
+    elif not _is_int(folds) or not 0 <= folds <= header.depth:
+        return f"labeling {k}: folds must be an integer from 0 to {header.depth}"
+    return None
+
+
+def _decode(rec: dict, header: _Header) -> LNNet[fmpq]:
+    """The record's net, of the claimed architecture: width 3, depth L, the header's inputs."""
+    d, depth = len(header.points[0]), header.depth
+    if "lnnet" in rec:
+        net = from_dict(rec["lnnet"], "lnnet")
+        if (net.width, net.depth, net.input_dim) != (3, depth, d):
+            raise InputError(
+                f"the net has width {net.width}, depth {net.depth}, {net.input_dim} inputs; "
+                f"the claim is width 3, depth {depth}, {d} inputs"
+            )
+        if net.eps != header.eps or net.classes != CLASSES:
+            raise InputError("the net's eps or classes differ from the header's")
+        return net
+    g = rec["net"]
+    if not isinstance(g, dict) or set(g) != _GADGET_KEYS:
+        raise InputError(f"a gadget record has exactly the fields {sorted(_GADGET_KEYS)}")
+    layers, projection, readout = g["layers"], g["projection"], g["readout"]
+    if not isinstance(layers, list) or len(layers) != depth:
+        raise InputError(f"depth {len(layers) if isinstance(layers, list) else '?'}, not {depth}")
+    for spec in layers:
+        if not isinstance(spec, dict) or not (
+            _GADGET_LAYER_KEYS <= set(spec) <= _GADGET_LAYER_KEYS | {"read"}
+        ):
+            raise InputError("a gadget layer has centre, offset, scale and optionally read")
+        if "read" in spec and (not isinstance(spec["read"], list) or len(spec["read"]) != 2):
+            raise InputError("a gadget layer's read is [alpha, gamma]")
+    if not isinstance(projection, list) or len(projection) != d:
+        raise InputError(f"the projection must have {d} entries")
+    if not isinstance(readout, dict) or not {"W", "b"} <= set(readout) <= {"W", "b", "meta"}:
+        raise InputError("the readout has W, b and optionally meta")
+    net = from_gadget(g, input_dim=d, eps=header.eps, classes=CLASSES)
+    if net.width != 3 or net.depth != depth:  # from_gadget builds exactly this; kept as a guard
+        raise InputError(f"width {net.width}, depth {net.depth}")
+    return net
+
+
+def _verify_chunk(args: tuple[_Header, list[dict]]) -> list[tuple[int, bool, float, str]]:
+    """(labeling, ok, min certified margin, reason) for both labelings of each record."""
     header, records = args
-    X = [tuple(parse_rational(v) for v in x) for x in header["points"]]
-    m, depth = len(X), header["depth"]
-    eps = parse_rational(header["eps"])
+    X, m = header.points, header.m
     out = []
     for rec in records:
+        k = rec["labeling"]
+        comp = rec["complement"]
         try:
-            if "lnnet" in rec:
-                net = from_dict(rec["lnnet"], f"labeling {rec['labeling']}")
-                if net.eps != eps or net.classes != CLASSES or net.input_dim != len(X[0]):
-                    raise InputError("the net does not match the header")
-            else:
-                net = from_gadget(rec["net"], input_dim=len(X[0]), eps=eps, classes=CLASSES)
-            pairs = [(rec["labeling"], net, rec["margins"])]
-            comp = rec["complement"]
-            pairs.append((comp["labeling"], _swapped(net), comp["margins"]))
-        except (KeyError, TypeError, InputError) as e:
-            out.append(
-                (
-                    rec.get("labeling", -1) if isinstance(rec, dict) else -1,
-                    False,
-                    -math.inf,
-                    f"malformed record: {e}",
-                )
-            )
+            net = _decode(rec, header)
+        except InputError as e:
+            out += [(j, False, -math.inf, f"malformed net: {e}") for j in (k, comp["labeling"])]
             continue
-        for k, n, claimed in pairs:
-            if not isinstance(k, int) or not 0 <= k < 1 << m:
-                out.append((-1, False, -math.inf, f"labeling {k!r} out of range"))
+        for j, n, claimed in (
+            (k, net, rec["margins"]),
+            (comp["labeling"], _swapped(net), comp["margins"]),
+        ):
+            try:
+                margins = _margins(n, X, labels_of(j, m))
+            except (ArithmeticError, ValueError) as e:  # e.g. a zero division in a forged net
+                out.append((j, False, -math.inf, f"cannot be evaluated ({shown(str(e), 60)})"))
                 continue
-            if n.depth != depth:
-                out.append((k, False, -math.inf, f"depth {n.depth}, not {depth}"))
-                continue
-            margins = _margins(n, X, labels_of(k, m))
-            if not all(math.isfinite(x) and x > 0 for x in margins):
-                out.append((k, False, -math.inf, "not certified"))
-            elif len(claimed) != m or any(
-                not isinstance(c, (int, float)) or c > x
-                for c, x in zip(claimed, margins, strict=False)
-            ):
-                out.append((k, False, min(margins), "a claimed margin exceeds the certified bound"))
+            if not all(math.isfinite(x) and x >= 0 for x in margins):
+                out.append((j, False, -math.inf, "not certified"))
+            elif any(c > x for c, x in zip(claimed, margins, strict=True)):
+                out.append((j, False, min(margins), "a claimed margin exceeds the certified bound"))
             else:
-                out.append((k, True, min(margins), ""))
+                out.append((j, True, min(margins), ""))
     return out
 
 
@@ -371,34 +545,55 @@ def verify_shatter(
     workers: int | None = None,
     progress: Progress | None = None,
 ) -> tuple[ShatterSummary, list[str]]:
-    """Re-check a shattering certificate; returns the summary and the problems found."""
+    """Re-check a shattering certificate; returns the summary and the problems found.
+
+    Nothing the file claims is passed on unchecked.  The header (points,
+    dimension, ``eps``, depth, classes, the number of labelings) must be
+    well-formed and consistent; raises :class:`InputError` otherwise, and for an
+    unreadable, corrupt or oversized file (:data:`MAX_POINTS`,
+    :data:`MAX_LINE_BYTES`).  Every record must be in its place (labelings
+    ``0, 2, 4, ...`` once each, in order, each with its complement) with ``m``
+    finite claimed margins >= 0 per labeling; its net must have the claimed
+    architecture (width 3, exactly ``depth`` layers, the header's inputs, ``eps``
+    and classes); both labelings are certified from scratch and no claimed
+    margin may exceed the certified bound.  The summary line must restate
+    exactly what the records establish (counts, ``all_certified``, the smallest
+    claimed margin, the histogram of folds, no failures).  The returned summary
+    is the re-derived one.
+    """
     lines = _lines(path)
     try:
-        _, header = next(lines)
+        _, first = next(lines)
     except StopIteration:
         raise InputError(f"{path}: empty file") from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise InputError(f"{path}: not an {FORMAT} certificate")
-    try:
-        m, depth = len(header["points"]), int(header["depth"])
-        if m < depth + 2 or header["labelings"] != 1 << m:
-            raise InputError(f"{path}: header: {m} points at depth {depth}")
-    except (KeyError, TypeError, ValueError) as e:
-        raise InputError(f"{path}: header: {e}") from None
+    header = _read_header(first, path)
+    m, depth = header.m, header.depth
     summary = ShatterSummary(m, depth, 1 << m)
-    seen = bytearray(1 << m)
     problems: list[str] = []
-    claimed_summary: dict | None = None
+    claimed_summary: Any = None
+    claims: dict[str, Any] = {"min": math.inf, "folds": Counter(), "placed": 0}
+    placed, expected = 0, 0  # records accepted; the labeling the next record should have
 
-    def batches() -> Iterator[tuple[dict, list[dict]]]:
-        nonlocal claimed_summary
+    def batches() -> Iterator[tuple[_Header, list[dict]]]:
+        nonlocal claimed_summary, placed, expected
         batch: list[dict] = []
         for n, obj in lines:
             if claimed_summary is not None:
                 problems.append(f"line {n}: content after the summary")
             elif isinstance(obj, dict) and "summary" in obj:
-                claimed_summary = obj["summary"]
+                claimed_summary = obj
+            elif (problem := _record_problem(obj, header)) is not None:
+                problems.append(f"line {n}: {problem}")
+            elif obj["labeling"] < expected:
+                problems.append(f"line {n}: labeling {obj['labeling']} repeated or out of order")
             else:
+                if obj["labeling"] > expected:
+                    problems.append(f"line {n}: labeling {obj['labeling']}, {expected} expected")
+                expected = obj["labeling"] + 2
+                placed += 1
+                claims["placed"] = placed
+                claims["min"] = min(claims["min"], *obj["margins"], *obj["complement"]["margins"])
+                claims["folds"][str(obj["folds"])] += 2
                 batch.append(obj)
                 if len(batch) == CHUNK:
                     yield header, batch
@@ -407,25 +602,52 @@ def verify_shatter(
             yield header, batch
 
     start = time.perf_counter()
-    for results in imap(_verify_chunk, batches(), workers or os.cpu_count() or 1):
-        for k, ok, margin, reason in results:
-            if k >= 0:
-                if seen[k]:
-                    problems.append(f"labeling {k} appears twice")
-                seen[k] = 1
-            if ok:
-                summary.certified += 1
-                summary.min_margin = min(summary.min_margin, margin)
-            else:
-                summary.failures.append(k)
-                problems.append(f"labeling {k}: {reason}")
-        if progress:
-            progress(summary.certified + len(summary.failures), summary.labelings)
+    pairs = 1 << (m - 1)
+    pool = workers or os.cpu_count() or 1
+    with closing(imap(_verify_chunk, batches(), min(pool, -(-pairs // CHUNK)))) as chunks:
+        for results in chunks:
+            for k, ok, margin, reason in results:
+                if ok:
+                    summary.certified += 1
+                    summary.min_margin = min(summary.min_margin, margin)
+                else:
+                    summary.failures.append(k)
+                    problems.append(f"labeling {k}: {reason}")
+            if progress:
+                progress(summary.certified + len(summary.failures), summary.labelings)
     summary.seconds = time.perf_counter() - start
-    if missing := seen.count(0):
+    if missing := 2 * (pairs - placed):
         problems.append(f"{missing} labelings missing")
     if claimed_summary is None:
         problems.append("no summary line (the file is truncated)")
-    elif claimed_summary.get("certified") != summary.certified:
-        problems.append("the summary's count disagrees with the records")
+    else:
+        problems += _summary_problems(claimed_summary, summary, claims)
     return summary, problems
+
+
+def _summary_problems(obj: Any, derived: ShatterSummary, claims: dict) -> list[str]:
+    """The summary line must restate exactly what the records claim (which are re-certified)."""
+    s = obj.get("summary") if set(obj) == {"summary"} else None
+    if not isinstance(s, dict) or set(s) != _SUMMARY_KEYS:
+        return [f"the summary line must have exactly the fields {sorted(_SUMMARY_KEYS)}"]
+    claimed = 2 * claims["placed"]  # labelings the records claim (each is re-certified)
+    expected = {
+        "points": derived.points,
+        "depth": derived.depth,
+        "labelings": derived.labelings,
+        "certified": claimed,
+        "all_certified": claimed == derived.labelings,
+        "min_margin": json_float(claims["min"]),
+        "folds_histogram": dict(claims["folds"]),
+        "failures": [],
+    }
+    wrong = [
+        key
+        for key, value in expected.items()
+        if s[key] != value or isinstance(s[key], bool) != isinstance(value, bool)  # 1 == True
+    ]
+    if wrong:
+        return [
+            f"the summary's {', '.join(wrong)} disagree{'s' * (len(wrong) == 1)} with the records"
+        ]
+    return []

@@ -28,7 +28,7 @@ except ImportError:  # no scikit-learn, or one older than 1.6
 
 XOR_X = np.array([[0, 0], [0, 1], [1, 0], [1, 1]], dtype=float)
 XOR_Y = np.array([0, 1, 1, 0])
-DEFAULTS = {"eps": 0, "depth": None, "method": "runs", "seed": 0, "backend": "float64"}
+DEFAULTS = {"eps": 0, "depth": None, "method": "runs", "seed": 0, "backend": "auto"}
 
 
 def random_binary(m: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -167,9 +167,16 @@ def test_failed_fit_leaves_the_estimator_unfitted():
         clf.predict(XOR_X)
 
 
-def test_three_classes_are_not_supported_yet():
-    with pytest.raises(ValueError, match=r"3 classes|Only binary classification"):
-        LNNetClassifier().fit([[0], [1], [2]], [0, 1, 2])
+def test_three_classes_follow_sklearns_multiclass_conventions():
+    X = np.array([[0.0], [1], [2], [3], [4], [5]])
+    y = np.array(["c", "a", "b", "a", "c", "b"])
+    clf = LNNetClassifier().fit(X, y)
+    assert clf.classes_.tolist() == ["a", "b", "c"]
+    assert clf.predict(X).tolist() == y.tolist()
+    Z = clf.decision_function(X)
+    assert Z.shape == (6, 3)
+    assert clf.classes_[Z.argmax(axis=1)].tolist() == y.tolist()
+    assert lncapacity.certify(clf.net_, X, y).all_certified
 
 
 @pytest.mark.parametrize(
@@ -205,7 +212,7 @@ def test_without_sklearn_the_stand_in_works():
         from lncapacity.classifier import HAVE_SKLEARN, LNNetClassifier, NotFittedError
         assert not HAVE_SKLEARN and issubclass(NotFittedError, ValueError)
         clf = LNNetClassifier(depth=2)
-        assert clf.get_params() == dict(eps=0, depth=2, method="runs", seed=0, backend="float64")
+        assert clf.get_params() == dict(eps=0, depth=2, method="runs", seed=0, backend="auto")
         assert clf.set_params(seed=5) is clf and clf.seed == 5
         try:
             clf.set_params(colour=1)
@@ -227,7 +234,7 @@ def test_without_sklearn_the_stand_in_works():
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
-    expected = "LNNetClassifier(eps=0, depth=2, method='runs', seed=5, backend='float64')"
+    expected = "LNNetClassifier(eps=0, depth=2, method='runs', seed=5, backend='auto')"
     assert p.stdout.strip() == expected
 
 
@@ -257,7 +264,7 @@ def test_clone_preserves_params_and_drops_the_fit():
     assert not hasattr(copy, "net_") and not hasattr(copy, "classes_")
 
 
-def test_is_a_binary_classifier_by_its_tags():
+def test_is_a_multiclass_classifier_by_its_tags():
     sklearn = pytest.importorskip("sklearn")
     from sklearn.base import is_classifier
 
@@ -266,7 +273,7 @@ def test_is_a_binary_classifier_by_its_tags():
     if hasattr(sklearn.utils, "get_tags"):  # scikit-learn >= 1.6
         tags = sklearn.utils.get_tags(LNNetClassifier())
         assert tags.estimator_type == "classifier"
-        assert tags.classifier_tags.multi_class is False
+        assert tags.classifier_tags.multi_class is True
 
 
 def test_not_fitted_error_is_sklearns():
@@ -276,10 +283,15 @@ def test_not_fitted_error_is_sklearns():
         LNNetClassifier().predict(XOR_X)
 
 
-def test_multiclass_message_follows_sklearn():
-    pytest.importorskip("sklearn")
-    with pytest.raises(ValueError, match="Only binary classification is supported"):
-        LNNetClassifier().fit([[0], [1], [2]], [0, 1, 2])
+def test_iris_cross_validated():
+    datasets = pytest.importorskip("sklearn.datasets")
+    from sklearn.model_selection import cross_val_score
+
+    X, y = datasets.load_iris(return_X_y=True)
+    clf = LNNetClassifier().fit(X, y)
+    assert (clf.predict(X) == y).all()  # float64 is right on every training point
+    scores = cross_val_score(LNNetClassifier(), X, y, cv=3)
+    assert scores.shape == (3,) and (scores > 0.3).all()
 
 
 def test_continuous_target_is_rejected():

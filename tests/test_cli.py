@@ -162,9 +162,11 @@ BAD: dict[str, tuple[Case, list[str]]] = {
         Case(certify_bad("data.txt"), {"data.txt": "x,y,label\n0,0,a\n1,1,b\n"}),
         ["unsupported file type '.txt'"],
     ),
-    "three-classes": (
-        Case(certify_bad("data.csv"), {"data.csv": "x,label\n0,a\n1,b\n2,c\n"}),
-        ["3 classes", "binary"],
+    "three-classes-too-shallow": (
+        Case(
+            certify_bad("data.csv", "--depth", "0"), {"data.csv": "x,label\n0,a\n1,b\n2,a\n3,c\n"}
+        ),
+        ["needs 1 LayerNorm layer", "more than 0"],
     ),
     "depth-too-small": (
         Case(certify_bad("data.csv", "--depth", "0"), {"data.csv": XOR_TEXT}),

@@ -138,8 +138,8 @@ def test_bad_parameters():
         build(X, y, eps="nan")
     with pytest.raises(InputError, match="unknown method"):
         build(X, y, method="magic")
-    with pytest.raises(InputError, match="3 classes"):
-        build([[0], [1], [2]], [0, 1, 2])
+    with pytest.raises(InputError, match="depth must be a non-negative integer"):
+        build(X, y, depth=True)
 
 
 def test_duplicates_and_exact_reading():

@@ -58,10 +58,7 @@ def test_inflated_margin_is_rejected(certificate):
     tamper(certificate, inflate)
     summary, problems = verify_shatter(certificate, workers=1)
     assert not summary.all_certified and summary.certified == 63
-    assert problems == [
-        f"labeling {k}: a claimed margin exceeds the certified bound",
-        "the summary's count disagrees with the records",
-    ]
+    assert problems == [f"labeling {k}: a claimed margin exceeds the certified bound"]
 
 
 def test_changed_weight_is_rejected(certificate):
@@ -78,14 +75,13 @@ def test_changed_weight_is_rejected(certificate):
     assert problems == [
         f"labeling {changed[0]}: not certified",
         f"labeling {changed[1]}: not certified",
-        "the summary's count disagrees with the records",
     ]
 
 
 def test_missing_duplicated_and_truncated(certificate):
     tamper(certificate, lambda lines: lines.__setitem__(3, lines[2]))
     _, problems = verify_shatter(certificate, workers=1)
-    assert "labeling 2 appears twice" in problems[0] or any("twice" in p for p in problems)
+    assert problems[0] == "line 4: labeling 2 repeated or out of order"
     assert "2 labelings missing" in problems
     tamper(certificate, lambda lines: lines.pop())
     assert "no summary line (the file is truncated)" in verify_shatter(certificate, workers=1)[1]

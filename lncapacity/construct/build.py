@@ -10,6 +10,7 @@ threshold between the two runs.  Every weight is an exact rational.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from flint import fmpq
@@ -22,7 +23,8 @@ from ..fileformat import read_vector
 from ..model import Affine, Label, LNNet
 from .circle import build_circle, runs_fallback  # method "circle" (issue 18)
 from .fold import Chain, FoldStep, fold_layer, reversal
-from .pma import Progress, order_groups, pma
+from .multiclass import envelope, merge_runs_k, pma_k
+from .pma import Progress, order_groups, pma, power_of_two_near
 from .project import project, runs
 from .runfold import Unresolvable, merge_runs
 
@@ -32,6 +34,11 @@ METHODS: dict[str, Callable[[Chain, Sequence[int], Progress | None], None]] = {
     "pma": pma,
     "circle": runs_fallback,  # used only when build_circle gives way to runs
 }
+K_METHODS: dict[str, Callable[[Chain, Sequence[int], Progress | None], None]] = {
+    "runs": merge_runs_k,
+    "pma": pma_k,
+}
+"""The same methods for three or more classes (:mod:`.multiclass`)."""
 DEFAULT_METHOD = "runs"
 
 
@@ -63,34 +70,37 @@ def build(
     eps_q = _eps(eps)
     if method not in METHODS:
         raise InputError(f"unknown method {method!r} (choose from {', '.join(METHODS)})")
-    if depth is not None and (not isinstance(depth, int) or depth < 0):
+    if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 0):
         raise InputError(f"depth must be a non-negative integer, got {depth!r}")
     cls = tuple(points.classes if classes is None else classes)
     if missing := sorted(set(points.y) - set(cls), key=str):
         raise InputError(f"labels {missing} are not among the classes {list(cls)}")
-    if len(set(points.y)) > 2:
-        raise InputError(
-            f"{len(set(points.y))} classes: only the binary construction exists so far"
-        )
     meta: dict[str, Any] = {"generator": f"lncapacity {__version__}", "method": method}
     if len(set(points.y)) == 1:
         return _constant_net(points, eps_q, cls, depth or 0, meta)
 
     present = sorted(set(points.y), key=cls.index)
-    y01 = [present.index(label) for label in points.y]
+    k = len(present)
+    yk = [present.index(label) for label in points.y]
     if method == "circle":  # whole circle maps per layer: its own entry point (circle.py)
-        net = build_circle(points, y01, present, cls, eps_q, depth, seed, progress, meta)
+        net = build_circle(points, yk, present, cls, eps_q, depth, seed, progress, meta)
         if net is not None:
             return net
-    w, t = project(points.X, y01, seed=seed)
+        method = "runs"  # build_circle noted why in meta["fallback"]
+    X, scale, offset = _normalise(points.X)
+    w, t = project(X, yk, seed=seed)
+    # t = w . (x - offset) / scale = read . x - shift
+    read = tuple(wi / si for wi, si in zip(w, scale, strict=True))
+    shift = sum((r * o for r, o in zip(read, offset, strict=True)), fmpq(0))
     chain = Chain(t, eps_q)
+    methods, fallback = (METHODS, pma) if k == 2 else (K_METHODS, pma_k)
     try:
-        METHODS[method](chain, y01, progress)
+        methods[method](chain, yk, progress)
     except Unresolvable as e:
         # the data is finer than float64 can see: the paper's construction, which
         # needs no float search, still gives a certified net (not a float-faithful one)
         meta.update(method="pma", fallback=str(e))
-        pma(chain, y01, progress)
+        fallback(chain, yk, progress)
     needed = len(chain.steps)
     if depth is not None:
         if needed > depth:
@@ -99,18 +109,66 @@ def build(
                 f"more than {depth}"
             )
         _pad(chain, depth - needed)
-    meta.update(projection=[str(wi) for wi in w], folds=needed, depth=len(chain.steps))
+    meta.update(projection=[str(r) for r in read], folds=needed, depth=len(chain.steps))
+    if k > 2:
+        meta["warps"] = sum(step.kind == "warp" for step in chain.steps)
 
-    layers, read = [], w
+    layers = []
     for step in chain.steps:
+        if not layers:  # the chain runs on the normalised projection read . x - shift
+            step = replace(step, centre=step.centre + shift)
         layers.append(fold_layer(read, step))
         read = read_vector(step.read)
-    theta, left = _threshold(chain, y01)
-    rows = {present[left]: (-1, theta), present[1 - left]: (1, -theta)}
+    if layers:
+        shift = fmpq(0)
+    if k == 2:
+        theta, left = _threshold(chain, yk)
+        lines = [(left, -1, theta), (1 - left, 1, -theta)]
+        absent, kind = fmpq(-1), {"kind": "threshold", "threshold": str(theta)}
+    else:
+        runs_k: list[list[int]] = []
+        for g in order_groups(chain, [[i] for i in range(len(yk))], yk):
+            if runs_k and yk[runs_k[-1][0]] == yk[g[0]]:
+                runs_k[-1] += g
+            else:
+                runs_k.append(list(g))
+        assert len(runs_k) == k, "the construction must end with k runs"
+        lines, absent, taus = envelope(chain, runs_k, yk)
+        kind = {"kind": "envelope", "thresholds": [str(x) for x in taus]}
+    rows = {present[label]: (slope, iota - slope * shift) for label, slope, iota in lines}
     W = tuple(tuple(rows[c][0] * a for a in read) if c in rows else _zeros(read) for c in cls)
-    b = tuple(rows[c][1] if c in rows else fmpq(-1) for c in cls)
-    readout = Affine(W, b, {"kind": "threshold", "threshold": str(theta)})
-    return LNNet(points.d, WIDTH, eps_q, tuple(layers), readout, cls, meta)
+    b = tuple(rows[c][1] if c in rows else absent for c in cls)
+    return LNNet(points.d, WIDTH, eps_q, tuple(layers), Affine(W, b, kind), cls, meta)
+
+
+def _normalise(
+    X: Sequence[Sequence[fmpq]],
+) -> tuple[list[tuple[fmpq, ...]], list[fmpq], list[fmpq]]:
+    """Coordinates float arithmetic can rank and search: ``(X', s, o)`` with ``x = s x' + o``.
+
+    Exact rationals make every scale representable, but the projection ranking
+    and the runs search work in float64.  When coordinates exceed ``2^60`` in
+    size or spread, or a coordinate spreads less than ``2^-60`` of the widest,
+    each coordinate is shifted to start at 0 and scaled by a power of two to
+    spread about 1; the first layer reads ``(w / s) . x`` and its centre moves
+    by ``(w / s) . o``, exactly.  Other data are left alone (``s = 1, o = 0``),
+    so their nets do not change.
+    """
+    d = len(X[0])
+    lo = [min(row[j] for row in X) for j in range(d)]
+    hi = [max(row[j] for row in X) for j in range(d)]
+    spans = [b - a for a, b in zip(lo, hi, strict=True)]
+    widest = max(spans)
+    big, small = fmpq(2) ** 60, fmpq(1, 2**60)
+    if (
+        all(max(abs(a), abs(b)) <= big for a, b in zip(lo, hi, strict=True))
+        and all(s == 0 or s >= widest * small for s in spans)
+        and widest >= small
+    ):
+        return list(map(tuple, X)), [fmpq(1)] * d, [fmpq(0)] * d
+    scale = [power_of_two_near(s) if s else fmpq(1) for s in spans]
+    Xn = [tuple((x - o) / s for x, o, s in zip(row, lo, scale, strict=True)) for row in X]
+    return Xn, scale, lo
 
 
 def _eps(eps: object) -> fmpq:

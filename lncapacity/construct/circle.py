@@ -672,6 +672,9 @@ def build_circle(
     from ..model import LNNet
     from .project import project, runs
 
+    if len(present) != 2:
+        meta.update(method="runs", fallback="circle: two classes only so far; runs used")
+        return None
     y = np.asarray(y01)
     _, t = project(points.X, list(y01), seed=seed)
     order = sorted(range(len(t)), key=t.__getitem__)

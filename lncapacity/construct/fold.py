@@ -49,6 +49,8 @@ class FoldStep:
     scale: fmpq = ONE
     read: tuple[fmpq, fmpq] = FOLD_READ
     kind: str = "fold"
+    why: str = ""
+    """Why a layer of this kind was needed (warps), recorded in its meta."""
 
     def __post_init__(self) -> None:
         if not (self.offset > 0 and self.scale > 0):
@@ -75,6 +77,8 @@ class FoldStep:
             meta[key] = format_rational(getattr(self, key))
         if self.read != FOLD_READ:
             meta["read"] = [format_rational(x) for x in self.read]
+        if self.why:
+            meta["why"] = self.why
         return meta
 
 

@@ -149,14 +149,22 @@ def _fold(
     y: Sequence[int],
     tolerance: fmpq,
     steps_ahead: int,
+    i: int = 0,
 ) -> FoldStep | None:
-    """The fold merging group 0 with group ``j``, its centre certified safe.
+    """The fold merging group ``i`` with group ``j > i``, its centre certified safe.
 
-    None if there is no safe centre: the merged groups are too wide for their
-    neighbours (near-coincidences in data with many ties), which no precision cures.
+    Groups left of ``i`` (finished classes, in the multiclass loop) are farther
+    from the centre than group ``i`` and need no condition here.  None if there
+    is no safe centre: the merged groups are too wide for their neighbours
+    (near-coincidences in data with many ties), which no precision cures.
     """
     while True:
-        gi, gj, between, rest = groups[:1], groups[j : j + 1], groups[1:j], groups[j + 1 :]
+        gi, gj, between, rest = (
+            groups[i : i + 1],
+            groups[j : j + 1],
+            groups[i + 1 : j],
+            groups[j + 1 :],
+        )
         lo_i, hi_i, lo_j, hi_j = (f(g) for g in (gi, gj) for f in (chain.lower, chain.upper))
         lower, upper = hi_i, lo_j
         gaps = [lo_j - hi_i]

@@ -1,0 +1,129 @@
+"""Executable check of proofs/multiclass.md."""
+
+import itertools
+import random
+
+import mpmath
+import sympy as sp
+from flint import fmpq
+
+from lncapacity import build, certify
+from lncapacity.construct.project import runs
+
+
+def test_readout_lemma_symbolically():
+    s = sp.symbols("s", real=True)
+    taus = sp.symbols("tau1:4", real=True)
+    iota = [sp.Integer(0)]
+    for tau in taus:
+        iota.append(iota[-1] - tau)
+    lines = [(t + 1) * s + iota[t] for t in range(4)]
+    for t in range(3):
+        assert sp.expand(lines[t + 1] - lines[t] - (s - taus[t])) == 0
+    # numerically exact at rational points strictly inside each interval
+    vals = [sp.Rational(1, 3), sp.Rational(2), sp.Rational(7, 2)]
+    bounds = [-sp.oo, *vals, sp.oo]
+    for t in range(4):
+        lo, hi = bounds[t], bounds[t + 1]
+        x = (lo + hi) / 2 if lo.is_finite and hi.is_finite else (hi - 1 if lo == -sp.oo else lo + 1)
+        scores = [line.subs(dict(zip(taus, vals, strict=True))).subs(s, x) for line in lines]
+        assert max(range(4), key=scores.__getitem__) == t
+        others = [scores[t] - z for u, z in enumerate(scores) if u != t]
+        margin = min(x - lo, hi - x)
+        assert min(others) == margin
+
+
+def order_after(runs_lohi, c, w, psi):
+    """Runs sorted by distance |theta - psi| (each run as its list of distances)."""
+    dist = []
+    for k, (lo, hi) in enumerate(runs_lohi):
+        ds = [abs(mpmath.atan((x - c) / w) - psi) for x in (lo, (lo + hi) / 2, hi)]
+        dist.append((k, min(ds), max(ds)))
+    return dist
+
+
+def test_merge_lemma_on_random_configurations():
+    mpmath.mp.dps = 60
+    rng = random.Random(3)
+    checked = 0
+    for _ in range(300):
+        r = rng.randint(4, 8)
+        cuts = sorted(rng.sample(range(1, 1000), 2 * r))
+        R = [(mpmath.mpf(cuts[2 * t]), mpmath.mpf(cuts[2 * t + 1])) for t in range(r)]
+        s = rng.randint(0, 1)
+        j = rng.randint(s + 2, r - 1)
+        c = (R[s][1] + R[s + 1][0]) / 2
+        for n in range(1, 80):
+            w = (R[s + 1][0] - R[s][1]) * mpmath.mpf(2) ** -n
+            tl = [mpmath.atan((lo - c) / w) for lo, _ in R]
+            th = [mpmath.atan((hi - c) / w) for _, hi in R]
+            lo_psi = (th[s] + th[j - 1]) / 2
+            if s:
+                lo_psi = max(lo_psi, (th[s - 1] + th[-1]) / 2)
+            hi_psi = (tl[s + 1] + tl[s + 2]) / 2
+            if j + 1 < r:
+                hi_psi = min(hi_psi, (tl[s] + tl[j + 1]) / 2)
+            if lo_psi < hi_psi:
+                break
+        else:
+            continue  # R_s too wide for the gap around R_j: the lemma does not apply
+        psi = lo_psi + (hi_psi - lo_psi) * mpmath.mpf(rng.random())
+        d = order_after(R, c, w, psi)
+        rank = {k: (a, b) for k, a, b in d}
+        expected = [*range(s + 1, j), "m", *range(j + 1, r), *range(s - 1, -1, -1)]
+        blocks = [
+            (min(rank[s][0], rank[j][0]), max(rank[s][1], rank[j][1])) if e == "m" else rank[e]
+            for e in expected
+        ]
+        for (_, hi_a), (lo_b, _) in itertools.pairwise(blocks):
+            assert hi_a < lo_b
+        checked += 1
+    assert checked > 100
+
+
+def test_end_to_end_merge_is_always_admissible():
+    mpmath.mp.dps = 60
+    rng = random.Random(8)
+    for _ in range(200):
+        r = rng.randint(3, 9)
+        cuts = sorted(rng.sample(range(1, 10**6), 2 * r))
+        R = [(mpmath.mpf(cuts[2 * t]), mpmath.mpf(cuts[2 * t + 1])) for t in range(r)]
+        c = (R[0][1] + R[1][0]) / 2
+        for n in range(1, 200):
+            w = (R[1][0] - R[0][1]) * mpmath.mpf(2) ** -n
+            th = [mpmath.atan((hi - c) / w) for _, hi in R]
+            tl = [mpmath.atan((lo - c) / w) for lo, _ in R]
+            if (th[0] + th[r - 2]) / 2 < (tl[1] + tl[2]) / 2:
+                break
+        else:
+            raise AssertionError("the end-to-end merge did not open")
+
+
+def test_warp_breaks_the_mirror_trap_exactly():
+    X, y = [[0], [1], [3], [4]], [0, 1, 2, 0]  # B and C are mirror images about 2
+    net = build(X, y, method="pma")
+    assert net.layers[0].meta["kind"] == "warp"
+    c = sp.nsimplify(net.layers[0].meta["centre"])
+    beta = sp.nsimplify(net.layers[0].meta["offset"])
+    S = sp.nsimplify(net.layers[0].meta["scale"])
+    p = [sp.Integer(v[0]) for v in X]
+    # the warp read: 6 S beta / sqrt(S^2 (2 (p - c)^2 + 6 beta^2) / 3), eps = 0
+    q = [6 * S * beta / sp.sqrt(S**2 * (2 * (x - c) ** 2 + 6 * beta**2) / 3) for x in p]
+    assert all(sp.simplify(a - b).is_positive for a, b in itertools.pairwise(q))  # injective
+    mid = (q[0] + q[3]) / 2
+    assert sp.simplify(abs(q[1] - mid) - abs(q[2] - mid)) != 0  # no longer mirror images
+    assert certify(net, X, y).all_certified
+
+
+def test_depth_bounds_on_every_labeling_of_five_points():
+    X = [[fmpq(v)] for v in (0, 1, 3, 4, 7)]
+    import itertools
+
+    for labels in itertools.product(range(3), repeat=5):
+        if len(set(labels)) < 3:
+            continue
+        for method in ("runs", "pma"):
+            net = build(X, list(labels), method=method)
+            warps = net.meta["warps"]
+            bound = (runs(labels) if method == "runs" else 5) - 3 + warps
+            assert net.depth <= bound

@@ -1,0 +1,639 @@
+"""A forger and an oracle, for the soundness suite (``tests/test_soundness.py``) and
+``benchmarks/bench_soundness.py``.
+
+The forger takes genuine artefacts (``lnnet/1`` nets built for random point sets, shattering
+certificates) and mutates them as an attacker or a bad disk would.  The verifier under test
+(:func:`lncapacity.fileformat.load`'s parser plus :func:`lncapacity.certify`, and
+:func:`lncapacity.shatter.verify_shatter`) says accept or reject.  When it accepts, an oracle
+that shares no code with the package decides whether the accepted claims are true: its own
+number grammar (the README's), its own gadget decoder, and an mpmath forward pass at 300
+significant digits.  A *forgery* is an accepted artefact the oracle finds false: a net that
+misclassifies a point (or is not a valid ``lnnet/1`` file), a claimed margin above the true
+margin, a labeling not covered exactly once, a summary that is not what the records establish,
+an architecture other than width 3 and depth L.  A mutation that leaves a true artefact may be
+accepted: the oracle decides.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import re
+import tempfile
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import mpmath
+
+DIGITS = 300
+TIE = mpmath.mpf(10) ** -250  # oracle margins within this of 0 count as undecided (not true)
+NUMBER = re.compile(r"-?[0-9]+(?:/[0-9]+)?")  # lnnet/1 numbers, as the README defines them
+
+
+# ---------------------------------------------------------------------------
+# the oracle
+
+
+class Invalid(Exception):
+    """The oracle finds the artefact false (or not a valid file)."""
+
+
+def number(text: Any) -> Fraction:
+    if not isinstance(text, str) or not NUMBER.fullmatch(text) or len(text) > 9000:
+        raise Invalid(f"not an lnnet/1 number: {str(text)[:30]!r}")
+    p, _, q = text.partition("/")
+    if q and int(q) == 0:
+        raise Invalid("zero denominator")
+    return Fraction(int(p), int(q or 1))
+
+
+def mp(q: Fraction) -> mpmath.mpf:
+    return mpmath.mpf(q.numerator) / q.denominator
+
+
+@dataclass
+class Net:
+    layers: list[tuple[list[list[Fraction]], list[Fraction]]]
+    readout: tuple[list[list[Fraction]], list[Fraction]]
+    eps: Fraction
+    classes: list[Any]
+    width: int
+    input_dim: int
+
+
+def scores(net: Net, x: list[Fraction]) -> list[mpmath.mpf]:
+    """The readout of ``net`` at ``x``, in mpmath at :data:`DIGITS` digits."""
+    with mpmath.workdps(DIGITS):
+        h = [mp(v) for v in x]
+        eps = mp(net.eps)
+        for W, b in net.layers:
+            y = [
+                mpmath.fsum(mp(w) * hj for w, hj in zip(row, h, strict=True)) + mp(bi)
+                for row, bi in zip(W, b, strict=True)
+            ]
+            mean = mpmath.fsum(y) / len(y)
+            c = [yi - mean for yi in y]
+            var = mpmath.fsum(ci * ci for ci in c) / len(c)
+            if var + eps == 0:
+                raise Invalid("LayerNorm of a constant vector with eps = 0")
+            s = mpmath.sqrt(var + eps)
+            h = [ci / s for ci in c]
+        R, r = net.readout
+        return [
+            mpmath.fsum(mp(w) * hj for w, hj in zip(row, h, strict=True)) + mp(ri)
+            for row, ri in zip(R, r, strict=True)
+        ]
+
+
+def true_margin(net: Net, x: list[Fraction], label: Any) -> mpmath.mpf:
+    """``z_label - max_other z`` (the oracle's value); Invalid if ``label`` is not a class."""
+    if label not in net.classes:
+        raise Invalid(f"label {label!r} is not a class")
+    z = scores(net, x)
+    c = net.classes.index(label)
+    others = [zj for j, zj in enumerate(z) if j != c]
+    with mpmath.workdps(DIGITS):
+        return z[c] - max(others) if others else mpmath.inf
+
+
+def oracle_net(obj: Any) -> Net:
+    """An lnnet/1 object read by the README alone; Invalid if it is not one."""
+    if not isinstance(obj, dict) or obj.get("format") != "lnnet/1":
+        raise Invalid("not lnnet/1")
+    n, d = obj.get("width"), obj.get("input_dim")
+    if type(n) is not int or type(d) is not int or n < 1 or d < 1:
+        raise Invalid("width/input_dim")
+    classes = obj.get("classes")
+    if not isinstance(classes, list) or not classes or len(set(map(repr, classes))) != len(classes):
+        raise Invalid("classes")
+    if not all(type(c) in (int, str) for c in classes):
+        raise Invalid("classes")
+
+    def affine(a: Any, rows: int, cols: int) -> tuple[list[list[Fraction]], list[Fraction]]:
+        if (
+            not isinstance(a, dict)
+            or not isinstance(a.get("W"), list)
+            or not isinstance(a.get("b"), list)
+        ):
+            raise Invalid("affine")
+        if len(a["W"]) != rows or len(a["b"]) != rows:
+            raise Invalid("shape")
+        if any(not isinstance(r, list) or len(r) != cols for r in a["W"]):
+            raise Invalid("shape")
+        return [[number(w) for w in r] for r in a["W"]], [number(v) for v in a["b"]]
+
+    layers = obj.get("layers")
+    if not isinstance(layers, list):
+        raise Invalid("layers")
+    if layers and n < 2:
+        raise Invalid("width")
+    fan_in, out = d, []
+    for a in layers:
+        out.append(affine(a, n, fan_in))
+        fan_in = n
+    eps = number(obj.get("eps"))
+    if eps < 0:
+        raise Invalid("eps")
+    return Net(out, affine(obj.get("readout"), len(classes), fan_in), eps, classes, n, d)
+
+
+def net_is_true(obj: Any, X: list[list[Fraction]], y: list[Any]) -> bool:
+    """Whether ``obj`` is a valid lnnet/1 net that classifies every ``(X[k], y[k])``."""
+    try:
+        net = oracle_net(obj)
+        if net.input_dim != len(X[0]):
+            return False
+        return all(true_margin(net, x, label) > TIE for x, label in zip(X, y, strict=True))
+    except Invalid:
+        return False
+
+
+U, V = (1, -1, 0), (1, 1, -2)
+
+
+def oracle_gadget(g: Any, d: int, depth: int, eps: Fraction) -> Net:
+    """A gadget record decoded by its definition: layer ``h -> S((a.h - c) u + beta v)``."""
+    if not isinstance(g, dict) or not isinstance(g.get("layers"), list):
+        raise Invalid("gadget")
+    if len(g["layers"]) != depth:
+        raise Invalid("depth")
+    read = [number(v) for v in g.get("projection", [])]
+    if len(read) != d:
+        raise Invalid("projection")
+    layers = []
+    for spec in g["layers"]:
+        c, beta, S = (number(spec.get(k)) for k in ("centre", "offset", "scale"))
+        W = [[S * ui * aj for aj in read] for ui in U]
+        b = [S * (beta * vi - c * ui) for ui, vi in zip(U, V, strict=True)]
+        layers.append((W, b))
+        alpha, gamma = (number(v) for v in spec.get("read", ["1", "0"]))
+        read = [alpha * vi + gamma * ui for ui, vi in zip(U, V, strict=True)]
+    fan_in = 3 if depth else d
+    R = g.get("readout", {})
+    if len(R.get("W", [])) != 2 or any(len(r) != fan_in for r in R["W"]) or len(R["b"]) != 2:
+        raise Invalid("readout")
+    readout = ([[number(w) for w in r] for r in R["W"]], [number(v) for v in R["b"]])
+    return Net(layers, readout, eps, [0, 1], 3, d)
+
+
+def labels(k: int, m: int) -> list[int]:
+    return [(k >> i) & 1 for i in range(m)]
+
+
+def certificate_is_true(text: str) -> bool:
+    """Whether an lnnet-shatter/1 text makes only true claims (the oracle's reading)."""
+    try:
+        lines = [json.loads(x) for x in text.splitlines()]
+        head, records, summary = lines[0], lines[1:-1], lines[-1]["summary"]
+        X = [[number(v) for v in p] for p in head["points"]]
+        m, depth, eps = len(X), head["depth"], number(head["eps"])
+        if len({tuple(x) for x in X}) != m or type(depth) is not int or eps < 0:
+            return False
+        if head["labelings"] != 2**m or head["classes"] != [0, 1] or head["input_dim"] != len(X[0]):
+            return False
+        covered: list[int] = []
+        low = mpmath.inf
+        for rec in records:
+            if "net" not in rec:
+                return False  # the base certificates have gadget records only
+            net = oracle_gadget(rec["net"], len(X[0]), depth, eps)
+            swapped = Net(
+                net.layers, (net.readout[0][::-1], net.readout[1][::-1]), eps, [0, 1], 3, len(X[0])
+            )
+            comp = rec["complement"]
+            if comp["labeling"] != rec["labeling"] ^ (2**m - 1):
+                return False
+            for k, n, claimed in (
+                (rec["labeling"], net, rec["margins"]),
+                (comp["labeling"], swapped, comp["margins"]),
+            ):
+                covered.append(k)
+                if len(claimed) != m:
+                    return False
+                for x, label, c in zip(X, labels(k, m), claimed, strict=True):
+                    t = true_margin(n, x, label)
+                    if not t > TIE or not isinstance(c, (int, float)) or isinstance(c, bool):
+                        return False
+                    if not c <= t:  # a claimed lower bound above the truth (or NaN)
+                        return False
+                    low = min(low, t)
+        if sorted(covered) != list(range(2**m)):
+            return False
+        claimed_min = min(c for r in records for c in [*r["margins"], *r["complement"]["margins"]])
+        return (
+            summary["points"] == m
+            and summary["depth"] == depth
+            and summary["labelings"] == 2**m
+            and summary["certified"] == 2**m
+            and summary["all_certified"] is True
+            and summary["failures"] == []
+            and summary["min_margin"] == claimed_min
+            and summary["min_margin"] <= low
+        )
+    except (
+        Invalid,
+        KeyError,
+        TypeError,
+        ValueError,
+        IndexError,
+        AttributeError,
+        ZeroDivisionError,
+    ):
+        return False
+
+
+# ---------------------------------------------------------------------------
+# the forger: nets
+
+
+def _numbers(obj: Any, path: tuple = ()) -> list[tuple]:
+    """Paths to every number string of a net (weights, biases, eps)."""
+    if isinstance(obj, dict):
+        return [p for k, v in obj.items() if k != "meta" for p in _numbers(v, (*path, k))]
+    if isinstance(obj, list):
+        return [p for i, v in enumerate(obj) for p in _numbers(v, (*path, i))]
+    return (
+        [path] if isinstance(obj, str) and path and path[0] in ("layers", "readout", "eps") else []
+    )
+
+
+def _get(obj: Any, path: tuple) -> Any:
+    for key in path:
+        obj = obj[key]
+    return obj
+
+
+def _set(obj: Any, path: tuple, value: Any) -> None:
+    _get(obj, path[:-1])[path[-1]] = value
+
+
+def _frac(text: str) -> Fraction:
+    p, _, q = text.partition("/")
+    return Fraction(int(p), int(q or 1))
+
+
+def _fmt(q: Fraction) -> str:
+    return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
+
+
+ENCODINGS = [
+    lambda q: f"{float(q)!r}",
+    lambda q: hex(int(q)),
+    lambda q: "1/0",
+    lambda q: "1e400",
+    lambda q: " " + _fmt(q),
+    lambda q: "+" + _fmt(q),
+    lambda q: _fmt(q).replace("1", "\u0661"),
+    lambda q: _fmt(q).replace("2", "\uff12"),
+    lambda q: f"{-q.numerator}/-{q.denominator}",
+    lambda q: float(q),
+    lambda q: int(q),
+    lambda q: "NaN",
+    lambda q: str(int(q)) + "0" * 400,
+    lambda q: "0x1p3",
+]
+
+
+def mutate_net(d: dict, rng: random.Random) -> tuple[str, str]:
+    """A mutated copy of the lnnet/1 object ``d``, as text, and the mutation's name."""
+    d = json.loads(json.dumps(d))
+    paths = _numbers(d)
+    kind = rng.choice(
+        [
+            "nudge",
+            "sign",
+            "readout-swap",
+            "classes",
+            "eps",
+            "drop-layer",
+            "dup-layer",
+            "encode",
+            "huge",
+            "random-weight",
+            "scale-layer",
+            "width",
+            "input_dim",
+            "duplicate-key",
+            "truncate",
+            "byte",
+            "zero-weight",
+        ]
+    )
+    if kind in ("nudge", "sign", "encode", "huge", "random-weight", "zero-weight"):
+        path = rng.choice(paths)
+        q = _frac(_get(d, path))
+        new: Any = {
+            "nudge": lambda: _fmt(q + rng.choice([1, -1]) * Fraction(1, 10**30)),
+            "sign": lambda: _fmt(-q if q else Fraction(1)),
+            "encode": lambda: rng.choice(ENCODINGS)(q),
+            "huge": lambda: _fmt(q * Fraction(10) ** rng.choice([400, -400])),
+            "random-weight": lambda: _fmt(Fraction(rng.randint(-9, 9), rng.randint(1, 9))),
+            "zero-weight": lambda: "0",
+        }[kind]()
+        _set(d, path, new)
+    elif kind == "readout-swap":
+        d["readout"]["W"].reverse()
+        d["readout"]["b"].reverse()
+    elif kind == "classes":
+        d["classes"].reverse()
+    elif kind == "eps":
+        d["eps"] = rng.choice(["1", "1/2", "1/100000", "1000000", "0", "-1"])
+    elif kind in ("drop-layer", "dup-layer") and d["layers"]:
+        i = rng.randrange(len(d["layers"]))
+        if kind == "drop-layer":
+            d["layers"].pop(i)
+        else:
+            d["layers"].insert(i, d["layers"][i])
+    elif kind == "scale-layer" and d["layers"]:  # LayerNorm forgets a positive scale when eps = 0
+        a = rng.choice(d["layers"])
+        f = Fraction(rng.randint(1, 9), rng.randint(1, 9)) * rng.choice([1, -1])
+        a["W"] = [[_fmt(_frac(w) * f) for w in r] for r in a["W"]]
+        a["b"] = [_fmt(_frac(v) * f) for v in a["b"]]
+    elif kind == "width":
+        d["width"] = rng.choice([2, 4, 5, True, "3", 3.0])
+    elif kind == "input_dim":
+        d["input_dim"] = rng.choice([1, 3, True, 2.0])
+    text = json.dumps(d)
+    if kind == "duplicate-key":
+        text = text[:-1] + rng.choice([', "eps": "1"}', ', "classes": [1, 0]}', ', "layers": []}'])
+    elif kind == "truncate":
+        text = text[: rng.randrange(len(text))]
+    elif kind == "byte":
+        b = bytearray(text.encode())
+        i = rng.randrange(len(b))
+        b[i] = rng.choice(b'0123456789-/"[]{},:abc ')
+        text = b.decode("utf-8", "replace")
+    return text, kind
+
+
+# ---------------------------------------------------------------------------
+# the forger: shattering certificates
+
+
+def mutate_certificate(text: str, rng: random.Random) -> tuple[bytes, bool, str]:
+    """A mutated certificate: ``(file bytes, gzip?, mutation name)``."""
+    lines = [json.loads(x) for x in text.splitlines()]
+    head, records, summary = lines[0], lines[1:-1], lines[-1]
+    kind = rng.choice(
+        [
+            "margin-up",
+            "margin-down",
+            "margin-nan",
+            "drop",
+            "duplicate",
+            "swap",
+            "point",
+            "eps",
+            "depth",
+            "header-field",
+            "summary",
+            "gadget-nudge",
+            "gadget-sign",
+            "readout-swap",
+            "complement",
+            "labeling",
+            "gzip-truncate",
+            "gzip-corrupt",
+            "byte",
+            "folds",
+            "layer-drop",
+        ]
+    )
+    gz = False
+    rec = rng.choice(records)
+    if kind in ("margin-up", "margin-down", "margin-nan"):
+        where = rec if rng.random() < 0.5 else rec["complement"]
+        i = rng.randrange(len(where["margins"]))
+        x = where["margins"][i]
+        where["margins"][i] = {
+            "margin-up": lambda: rng.choice([x * 1.5, x + 1e-9, x * (1 + 2**-40), 1e300]),
+            "margin-down": lambda: x / 2,
+            "margin-nan": lambda: rng.choice([float("nan"), float("inf"), -x, None, "1"]),
+        }[kind]()
+    elif kind == "drop":
+        records.remove(rec)
+    elif kind == "duplicate":
+        records.insert(rng.randrange(len(records)), rec)
+    elif kind == "swap" and len(records) > 1:
+        i, j = rng.sample(range(len(records)), 2)
+        records[i], records[j] = records[j], records[i]
+    elif kind == "point":
+        p = rng.choice(head["points"])
+        p[rng.randrange(len(p))] = _fmt(Fraction(rng.randint(-40, 40), rng.choice([1, 2, 16])))
+    elif kind == "eps":
+        head["eps"] = rng.choice(["1", "1/100000", "-1", "abc", 0])
+    elif kind == "depth":
+        head["depth"] = rng.choice([head["depth"] - 1, head["depth"] + 1, str(head["depth"])])
+    elif kind == "header-field":
+        key = rng.choice(["input_dim", "labelings", "classes", "points"])
+        head[key] = rng.choice([0, 2, [1, 0], [0, 1, 2], 5, [[["0"]]], True, head[key]])
+    elif kind == "summary":
+        s = summary["summary"]
+        key = rng.choice(sorted(s))
+        s[key] = rng.choice([0, 1e300, False, True, [], [1], {}, s[key], -1, None])
+    elif kind in ("gadget-nudge", "gadget-sign"):
+        g = rec["net"]
+        spots = [("projection", i) for i in range(len(g["projection"]))]
+        spots += [("layers", i, k) for i, L in enumerate(g["layers"]) for k in L if k != "read"]
+        spots += [("readout", "b", i) for i in range(2)]
+        spots += [
+            ("readout", "W", i, j) for i in range(2) for j in range(len(g["readout"]["W"][0]))
+        ]
+        path = rng.choice(spots)
+        q = _frac(_get(g, path))
+        if kind == "gadget-nudge":
+            _set(g, path, _fmt(q + rng.choice([1, -1]) * Fraction(1, 10**30)))
+        else:
+            _set(g, path, _fmt(-q))
+    elif kind == "readout-swap":
+        rec["net"]["readout"]["W"].reverse()
+    elif kind == "complement":
+        rec["complement"]["labeling"] ^= 1 << rng.randrange(1, len(head["points"]))
+    elif kind == "labeling":
+        rec["labeling"] += rng.choice([2, -2, 1])
+    elif kind == "folds":
+        rec["folds"] = rng.choice([0, head["depth"], -1, "x"])
+    elif kind == "layer-drop" and rec["net"]["layers"]:
+        rec["net"]["layers"].pop()
+    out = "".join(json.dumps(x) + "\n" for x in [head, *records, summary])
+    data = out.encode()
+    if kind in ("gzip-truncate", "gzip-corrupt"):
+        gz, data = True, gzip.compress(data)
+        if kind == "gzip-truncate":
+            data = data[: rng.randrange(len(data))]
+        else:
+            i = rng.randrange(10, len(data))
+            data = data[:i] + bytes([data[i] ^ (1 << rng.randrange(8))]) + data[i + 1 :]
+    elif kind == "byte":
+        b = bytearray(data)
+        i = rng.randrange(len(b))
+        b[i] = rng.choice(b'0123456789-/"[]{},:.e ')
+        data = bytes(b)
+    return data, gz, kind
+
+
+def file_text(data: bytes, gz: bool) -> str | None:
+    """What the oracle reads: the decompressed text, or None if the file is not readable."""
+    try:
+        return (gzip.decompress(data) if gz else data).decode("utf-8")
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError):
+        return None
+
+
+# ---------------------------------------------------------------------------
+# a campaign
+
+
+@dataclass
+class Tally:
+    tried: int = 0
+    rejected: int = 0
+    accepted_true: int = 0
+    forgeries: list[str] = field(default_factory=list)
+    kinds: dict[str, int] = field(default_factory=dict)
+
+    def add(self, kind: str, accepted: bool, true: Callable[[], bool]) -> None:
+        self.tried += 1
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
+        if not accepted:
+            self.rejected += 1
+        elif true():
+            self.accepted_true += 1
+        else:
+            self.forgeries.append(kind)
+
+
+def random_sets(rng: random.Random, count: int) -> list[tuple[list[list[Fraction]], list[int]]]:
+    """Small random binary point sets in R^1..R^3 (both labels present, distinct points)."""
+    out = []
+    while len(out) < count:
+        m, d = rng.randint(3, 7), rng.randint(1, 3)
+        X = {tuple(Fraction(rng.randint(-40, 40), 8) for _ in range(d)) for _ in range(m)}
+        y = [rng.randint(0, 1) for _ in X]
+        if len(set(y)) == 2:
+            out.append(([list(x) for x in X], y))
+    return out
+
+
+def verify_net_text(text: str, points: Any) -> bool:
+    """What ``lncapacity verify`` decides, through the library: parse, read, certify."""
+    import lncapacity
+    from lncapacity import fileformat
+    from lncapacity.errors import InputError
+
+    try:
+        net = fileformat.from_dict(fileformat.parse_json(text, "net"), "net")
+        return lncapacity.certify(net, points, workers=1).all_certified
+    except InputError:
+        return False
+
+
+def verify_certificate_file(path: Path) -> bool:
+    """What ``lncapacity verify-shatter`` decides, through the library."""
+    from lncapacity.errors import InputError
+    from lncapacity.shatter import verify_shatter
+
+    try:
+        summary, problems = verify_shatter(path, workers=1)
+    except InputError:
+        return False
+    return summary.all_certified and not problems
+
+
+def net_bases(rng: random.Random, count: int = 6) -> list[tuple[dict, list, list, Any]]:
+    """Nets built for random sets, both methods, eps 0 and 1e-5: (lnnet/1 object, X, y, points)."""
+    import lncapacity
+    from lncapacity import fileformat
+
+    built = []
+    for i, (X, y) in enumerate(random_sets(rng, count)):
+        method = ("runs", "pma")[i % 2]
+        eps = ("0", "1/100000")[(i // 2) % 2]
+        net = lncapacity.build(X, y, eps=eps, method=method)
+        built.append((fileformat.to_dict(net), X, y, lncapacity.points_from_arrays(X, y)))
+    return built
+
+
+def net_campaign(
+    mutations: int,
+    seed: int = 0,
+    verify: Callable[[str, Any], bool] = verify_net_text,
+    sink: list | None = None,
+) -> Tally:
+    """Mutate nets built for random sets; ``verify`` each, and let the oracle judge every
+    acceptance.  ``sink`` collects ``(text, X, y, accepted, kind)`` of every mutation."""
+    rng = random.Random(seed)
+    built = net_bases(rng)
+    tally = Tally()
+    for _ in range(mutations):
+        d, X, y, points = rng.choice(built)
+        text, kind = mutate_net(d, rng)
+        accepted = verify(text, points)
+        tally.add(kind, accepted, lambda text=text, X=X, y=y: _true_net_text(text, X, y))
+        if sink is not None:
+            sink.append((text, X, y, accepted, kind))
+    return tally
+
+
+def _true_net_text(text: str, X: list, y: list) -> bool:
+    try:
+        obj = json.loads(text, object_pairs_hook=_no_duplicates)
+    except (ValueError, RecursionError):
+        return False
+    return net_is_true(obj, X, y)
+
+
+def _no_duplicates(pairs: list) -> dict:
+    if len({k for k, _ in pairs}) != len(pairs):
+        raise ValueError("duplicate key")
+    return dict(pairs)
+
+
+def shatter_bases(rng: random.Random) -> list[str]:
+    """Genuine shattering certificates: depth 1 and 2, default and random points, eps 0 and 1e-5."""
+    from lncapacity.shatter import shatter
+
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (depth, dim, eps) in enumerate([(1, 1, 0), (2, 1, 0), (1, 2, "1e-5"), (2, 2, 0)]):
+            X = None
+            if i >= 2:
+                X = [
+                    [Fraction(rng.randint(-40, 40), 16) for _ in range(dim)]
+                    for _ in range(depth + 2)
+                ]
+            path = Path(tmp) / f"s{i}.jsonl"
+            shatter(X, depth, eps, out=path, workers=1)
+            out.append(path.read_text())
+    return out
+
+
+def shatter_campaign(
+    mutations: int,
+    seed: int = 0,
+    verify: Callable[[Path], bool] = verify_certificate_file,
+    sink: list | None = None,
+) -> Tally:
+    """Mutate shattering certificates; ``verify`` each; the oracle judges every acceptance.
+    ``sink`` collects ``(bytes, gzip?, accepted, kind)`` of every mutation."""
+    rng = random.Random(seed)
+    bases = shatter_bases(rng)
+    tally = Tally()
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in range(mutations):
+            data, gz, kind = mutate_certificate(rng.choice(bases), rng)
+            path = Path(tmp) / f"c{n % 4}.jsonl{'.gz' if gz else ''}"
+            path.write_bytes(data)
+            accepted = verify(path)
+            text = file_text(data, gz)
+            tally.add(
+                kind, accepted, lambda text=text: text is not None and certificate_is_true(text)
+            )
+            if sink is not None:
+                sink.append((data, gz, accepted, kind))
+    return tally

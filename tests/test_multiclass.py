@@ -1,0 +1,155 @@
+"""Multiclass LN-Nets: every labeling of small sets, random sets, mirror-symmetric traps.
+
+The claims tested (proofs/multiclass.md): every net is certified; the depth is
+within the proved bound (``runs``: line runs after the projection minus ``k``;
+``pma``: ``m - k``; plus one layer per warp); ``runs`` nets are right in float64;
+a fold that would make mirror images of different labels collide is preceded
+by a warp, recorded in the layer's meta.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import lncapacity
+from lncapacity import build, certify, floats
+from lncapacity.construct.multiclass import cyclic_runs
+from lncapacity.construct.project import project, runs
+
+
+def depth_bound(net: lncapacity.LNNet, points: lncapacity.PointSet) -> int:
+    k = len(set(points.y))
+    warps = net.meta.get("warps", 0)
+    if net.meta["method"] == "pma":
+        return points.m - k + warps
+    yk = [points.classes.index(label) for label in points.y]
+    _, t = project(points.X, yk)
+    order = sorted(range(points.m), key=lambda i: t[i])
+    return runs([yk[i] for i in order]) - k + warps
+
+
+@pytest.mark.parametrize(
+    ("m", "k"), [(3, 3), (4, 3), (5, 3), (6, 3), (7, 3), (4, 4), (5, 4), (6, 4)]
+)
+@pytest.mark.parametrize("method", ["runs", "pma"])
+def test_every_labeling_of_collinear_points(m: int, k: int, method: str) -> None:
+    X = [[i] for i in range(m)]
+    worst, most_warps = 0, 0
+    for labels in itertools.product(range(k), repeat=m):
+        if len(set(labels)) < 3:
+            continue  # binary and constant labelings are the binary construction's
+        points = lncapacity.points_from_arrays(X, list(labels))
+        net = build(points, method=method)
+        assert certify(net, points).all_certified, labels
+        assert net.depth <= depth_bound(net, points), labels
+        assert floats.check(net, points, "float64").all_agree, labels
+        if method == "runs":
+            assert "fallback" not in net.meta and net.meta["warps"] == 0, labels
+        worst = max(worst, net.depth - net.meta["warps"])
+        most_warps = max(most_warps, net.meta["warps"])
+    assert worst <= m - 3  # folds, for every labeling with three or more classes present
+    assert most_warps <= (1 if method == "pma" else 0)  # measured: one warp always sufficed
+
+
+def random_points(m: int, d: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, d))
+    y = rng.integers(0, k, m)
+    y[:k] = np.arange(k)
+    return X, y
+
+
+@pytest.mark.parametrize(
+    ("m", "d", "k"), [(30, 2, 3), (60, 3, 5), (100, 2, 10), (200, 3, 4), (200, 2, 10)]
+)
+@pytest.mark.parametrize("method", ["runs", "pma"])
+def test_random_sets(m: int, d: int, k: int, method: str) -> None:
+    X, y = random_points(m, d, k, seed=m + d + k)
+    points = lncapacity.points_from_arrays(X, y)
+    net = build(points, method=method)
+    assert net.classes == tuple(range(k)) and len(net.readout.W) == k
+    cert = certify(net, points)
+    assert cert.all_certified and cert.min_margin > 0
+    assert net.depth <= depth_bound(net, points)
+    if net.meta["method"] == "runs":  # no fallback: float64 is right on every point
+        assert floats.check(net, points, "float64").all_agree
+
+
+def mirror_trap(n: int) -> tuple[list[list[int]], list[int]]:
+    """``A`` at ``0`` and ``2n``; ``B`` at ``1..n-1``, ``C`` at their mirror images ``2n - i``.
+
+    The paper's first fold (centre ``n``, the midpoint of the two ``A``) sends
+    each ``B`` onto a ``C``: exact confusion unless the parallelization is broken.
+    """
+    X = [[0], *([i] for i in range(1, n)), *([2 * n - i] for i in range(1, n)), [2 * n]]
+    y = [0, *([1] * (n - 1)), *([2] * (n - 1)), 0]
+    return X, y
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+@pytest.mark.parametrize("eps", ["0", "1e-5"])
+def test_mirror_images_of_different_labels_are_never_confused(n: int, eps: str) -> None:
+    X, y = mirror_trap(n)
+    net = build(X, y, method="pma", eps=eps)
+    assert certify(net, X, y).all_certified
+    kinds = [layer.meta["kind"] for layer in net.layers]
+    assert kinds[0] == "warp" and net.meta["warps"] >= 1
+    assert "mirror images" in net.layers[0].meta["why"]
+    assert net.depth <= len(X) - 3 + net.meta["warps"]
+    # the default method joins runs without mirroring values of other labels
+    net = build(X, y, eps=eps)
+    assert certify(net, X, y).all_certified and net.meta["warps"] == 0
+
+
+def test_envelope_readout_scores_each_run_on_its_interval() -> None:
+    # already three runs along the line: depth 0, the readout is the upper envelope
+    X, y = [[0], [1], [2], [3], [4], [5]], ["b", "b", "c", "c", "a", "a"]
+    net = build(X, y)
+    assert net.depth == 0 and net.readout.meta["kind"] == "envelope"
+    taus = [lncapacity.arith.parse_rational(t) for t in net.readout.meta["thresholds"]]
+    assert 1 < taus[0] < 2 and 3 < taus[1] < 4
+    # slopes 1, 2, 3 along the line, in the order of the runs b, c, a
+    slopes = {c: row[0] for c, row in zip(net.classes, net.readout.W, strict=True)}
+    assert (slopes["b"], slopes["c"], slopes["a"]) == (1, 2, 3)
+    assert certify(net, X, y).min_margin > 0
+
+
+def test_absent_class_never_wins() -> None:
+    X, y = [[0], [1], [2], [3]], [0, 1, 2, 0]
+    net = build(X, y, classes=[0, 1, 2, 3])
+    Z = floats.forward(net, np.asarray(X, dtype=float), "float64")
+    assert (Z[:, 3] < Z.max(axis=1)).all()
+    assert certify(net, X, y).all_certified
+
+
+def test_cyclic_runs() -> None:
+    assert cyclic_runs("abca") == 3 and runs("abca") == 4
+    assert cyclic_runs("abc") == 3 and cyclic_runs("a") == 1 and cyclic_runs("aba") == 2
+
+
+@pytest.mark.parametrize("name", ["iris", "wine"])
+def test_sklearn_datasets_through_the_cli(tmp_path, name: str) -> None:
+    datasets = pytest.importorskip("sklearn.datasets")
+    import subprocess
+    import sys
+
+    X, y = getattr(datasets, f"load_{name}")(return_X_y=True)
+    data = tmp_path / f"{name}.npz"
+    np.savez(data, X=X, y=y)
+    out = tmp_path / "net.json"
+    run = [sys.executable, "-m", "lncapacity"]
+    p = subprocess.run(
+        [*run, "certify", str(data), "--out", str(out), "--json", "--float", "float64"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    import json
+
+    summary = json.loads(p.stdout)
+    assert summary["all_certified"] and summary["classes"] == sorted(set(y.tolist()))
+    v = subprocess.run([*run, "verify", str(out), str(data), "--float", "float64"],
+                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert v.returncode == 0, v.stderr

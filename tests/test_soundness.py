@@ -1,0 +1,121 @@
+"""The soundness suite: mutated nets and certificates are never accepted when false.
+
+``tests/forgery.py`` mutates genuine artefacts (nets built by ``lncapacity.build`` for random
+sets, shattering certificates) as an attacker or a bad disk would; the verifier under test
+decides; an independent oracle (its own number grammar and gadget decoder, mpmath at 300
+digits) judges every acceptance.  The goal is zero accepted forgeries.  The default run is
+seeded and takes a few seconds; ``-m slow`` runs over 10,000 mutations.  Counts are printed
+(``pytest -s``); ``python benchmarks/bench_soundness.py`` prints them as a table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import forgery
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {k: v for k, v in os.environ.items() if k != "LNCAPACITY_DEBUG"} | {"PYTHONPATH": str(ROOT)}
+
+
+def _report(name: str, tally: forgery.Tally) -> None:
+    print(
+        f"\n{name}: {tally.tried} mutations, {tally.rejected} rejected, "
+        f"{tally.accepted_true} accepted and true, {len(tally.forgeries)} forgeries accepted"
+    )
+
+
+def test_no_forged_net_is_accepted():
+    tally = forgery.net_campaign(400, seed=13)
+    _report("nets", tally)
+    assert tally.forgeries == []
+    assert tally.tried == 400 and tally.rejected > 100 and tally.accepted_true > 10
+    assert len(tally.kinds) >= 15  # every kind of mutation was tried
+
+
+def test_no_forged_shattering_certificate_is_accepted():
+    tally = forgery.shatter_campaign(300, seed=13)
+    _report("shattering certificates", tally)
+    assert tally.forgeries == []
+    assert tally.tried == 300 and tally.rejected > 100 and tally.accepted_true > 0
+    assert len(tally.kinds) >= 18
+
+
+def test_the_oracle_is_not_vacuous():
+    """Against a verifier that accepts every readable file, the oracle finds forgeries of every
+    kind that changes what the artefact claims, and still accepts the genuine artefacts."""
+    lax = forgery.net_campaign(300, seed=5, verify=lambda text, points: True)
+    assert {"nudge", "sign", "readout-swap", "encode", "truncate"} <= set(lax.forgeries)
+    lax_cert = forgery.shatter_campaign(300, seed=5, verify=lambda path: True)
+    assert {"margin-up", "drop", "summary", "gadget-sign", "gzip-truncate"} <= set(
+        lax_cert.forgeries
+    )
+    for d, X, y, _ in forgery.net_bases(__import__("random").Random(5)):
+        assert forgery.net_is_true(d, X, y)
+    for text in forgery.shatter_bases(__import__("random").Random(5)):
+        assert forgery.certificate_is_true(text)
+
+
+def test_a_handful_through_the_command_line(tmp_path):
+    """The command line's exit code agrees with the library's verdict (0 iff accepted)."""
+    nets: list = []
+    certs: list = []
+    forgery.net_campaign(40, seed=21, sink=nets)
+    forgery.shatter_campaign(40, seed=21, sink=certs)
+    # a few accepted and a few rejected of each, so both exit codes are exercised
+    pick_nets = [n for n in nets if n[3]][:3] + [n for n in nets if not n[3]][:3]
+    pick_certs = [c for c in certs if c[2]][:2] + [c for c in certs if not c[2]][:4]
+    runs = []
+    for i, (text, X, y, accepted, _) in enumerate(pick_nets):
+        (tmp_path / f"n{i}.json").write_text(text, encoding="utf-8")
+        rows = "".join(",".join(map(str, x)) + f",{label}\n" for x, label in zip(X, y, strict=True))
+        header = ",".join(f"x{j}" for j in range(len(X[0]))) + ",label\n"
+        (tmp_path / f"d{i}.csv").write_text(header + rows)
+        args = ["verify", f"n{i}.json", f"d{i}.csv", "--float", "float64", "--quiet"]
+        runs.append((args, accepted))
+    for i, (data, gz, accepted, _) in enumerate(pick_certs):
+        name = f"c{i}.jsonl" + (".gz" if gz else "")
+        (tmp_path / name).write_bytes(data)
+        runs.append((["verify-shatter", name, "--workers", "1", "--quiet"], accepted))
+    assert any(a for _, a in runs) and not all(a for _, a in runs)
+    for args, accepted in runs:
+        p = subprocess.run(
+            [sys.executable, "-m", "lncapacity", *args],
+            cwd=tmp_path,
+            env=ENV,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert p.returncode == (0 if accepted else 2), (args, p.stderr)
+        assert "Traceback" not in p.stderr
+
+
+@pytest.mark.slow
+def test_ten_thousand_mutations_no_forgery():
+    nets = forgery.net_campaign(6_000, seed=2024)
+    certs = forgery.shatter_campaign(4_500, seed=2024)
+    _report("nets", nets)
+    _report("shattering certificates", certs)
+    assert nets.tried + certs.tried >= 10_000
+    assert nets.forgeries == [] and certs.forgeries == []
+
+
+def test_the_forger_leaves_valid_json_for_most_net_mutations():
+    """A sanity check of the forger: most mutated nets still parse, so the verifier (not the
+    JSON parser) is what rejects them."""
+    sink: list = []
+    forgery.net_campaign(100, seed=3, sink=sink)
+    parsed = 0
+    for text, *_ in sink:
+        try:
+            json.loads(text)
+            parsed += 1
+        except ValueError:
+            pass
+    assert parsed > 70
