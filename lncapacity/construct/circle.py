@@ -622,17 +622,18 @@ def circle_net(
         restarts = RESTARTS if m <= SMALL else 1
     for r in range(restarts):
         # small sets: a few seeds, each asked to beat the best so far
-        found = search(
-            X,
-            y,
-            eps,
-            max_depth=max_depth if st is None else len(st.layers) - 1,
-            seed=seed * RESTARTS + r,
-            beam=beam,
-            candidates=candidates,
-            warm=warm and r == 0,  # trained starts once: they cost more than a search
-            progress=progress,
-        )
+        with np.errstate(all="ignore"):  # extreme data: NaN gaps simply fail the search
+            found = search(
+                X,
+                y,
+                eps,
+                max_depth=max_depth if st is None else len(st.layers) - 1,
+                seed=seed * RESTARTS + r,
+                beam=beam,
+                candidates=candidates,
+                warm=warm and r == 0,  # trained starts once: they cost more than a search
+                progress=progress,
+            )
         if found is not None:
             st = found
     if st is None:
