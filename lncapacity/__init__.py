@@ -28,6 +28,10 @@ def __getattr__(name: str) -> object:
         from .classifier import LNNetClassifier
 
         return LNNetClassifier
+    if name in ("from_torch", "to_torch"):  # PyTorch is optional: import it only when asked
+        from . import interop
+
+        return getattr(interop, name)
     raise AttributeError(f"module 'lncapacity' has no attribute {name!r}")
 
 
@@ -40,8 +44,10 @@ __all__ = [
     "__version__",
     "build",
     "certify",
+    "from_torch",
     "load",
     "load_points",
     "points_from_arrays",
     "save",
+    "to_torch",
 ]

@@ -214,6 +214,8 @@ def lower_bound_float(x: arb) -> float:
     f = to_float(lo)
     if f == math.inf:  # beyond the float range: the largest float is still a lower bound
         return sys.float_info.max
+    if f == -math.inf:  # below the float range: -inf is the only float lower bound
+        return f
     if fmpq(Fraction(f).numerator, Fraction(f).denominator) > lo:
         f = math.nextafter(f, -math.inf)
     return f

@@ -3,10 +3,19 @@
 For each point ``x`` with label ``c`` the exact forward pass of the net is
 enclosed in python-flint ``arb`` balls (every operation rounded outwards, so
 the true value of each readout score lies in its ball); the point is
-*certified* when every difference ``z_c - z_j`` (``j != c``) is a ball of
-strictly positive numbers.  Its lower end is the certified margin.  Precision
-starts near what the depth needs and doubles until every point is decided or
-the limit is reached; no floating-point comparison is involved.
+*certified* (certainly right) when every difference ``z_c - z_j`` (``j != c``)
+is a ball of strictly positive numbers, and its lower end is the certified
+margin; it is *certainly wrong* when some difference is strictly negative, and
+*undecided* when the precision limit is reached first (a point on, or within
+rounding of, a decision boundary: never called right).  Precision starts near
+what the depth needs and doubles until every point is decided or the limit is
+reached; no floating-point comparison is involved.
+
+Nets that are no scalar chain (trained nets: every layer of full rank) first
+go through :func:`interval_pass`, float64 interval arithmetic with every
+operation rounded outwards (:mod:`lncapacity.interval`, rigorous by
+proofs/interval_rounding.md), vectorised over all points; it decides nearly
+every point, and the others are redone in balls.
 
 This module depends on the model only: it shares no code with the
 constructions, so :func:`certify` is an independent check of what they built.
@@ -18,14 +27,17 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from flint import arb, fmpq
 
+from . import interval as iv
 from .arith import exact, json_float, lower_bound_float, precision, shown
 from .data import PointSet, points_from_arrays
 from .errors import InputError
+from .interval import default_float_mode
 from .model import Label, LNNet
 from .parallel import imap
 
@@ -40,9 +52,21 @@ class PointResult:
     label: Label
     certified: bool
     margin: float
-    """A lower bound on ``z_label - max_other z`` (rounded down); ``inf`` with one
-    class, ``-inf`` when undecided at the precision limit."""
+    """A lower bound on ``z_label - max_other z`` (rounded down) when certified; ``inf``
+    with one class, ``-inf`` when the point is not certified (see ``margin_interval``)."""
     precision: int
+    """The bits of the arithmetic that decided (53: the float64 interval pass)."""
+    margin_interval: tuple[float, float] = (-math.inf, math.inf)
+    """Floats ``lo <= z_label - max_other z <= hi``, for every verdict."""
+
+    @property
+    def verdict(self) -> str:
+        """``"right"`` (certainly predicts its label), ``"wrong"`` (certainly does not: some
+        other score is certainly larger) or ``"undecided"`` (at the precision cap; the
+        margin interval contains 0, e.g. a point on the decision boundary)."""
+        if self.certified:
+            return "right"
+        return "wrong" if self.margin_interval[1] < 0 else "undecided"
 
 
 @dataclass(frozen=True)
@@ -50,6 +74,9 @@ class Certificate:
     """Per-point certified margins for one net on one point set."""
 
     points: tuple[PointResult, ...]
+    scores: Any = field(default=None, compare=False, repr=False)
+    """``(lo, hi)``: float64 arrays ``(m, len(classes))`` enclosing every exact score
+    (rigorous, not always tight), or None."""
 
     @property
     def certified(self) -> int:
@@ -58,6 +85,21 @@ class Certificate:
     @property
     def all_certified(self) -> bool:
         return self.certified == len(self.points)
+
+    @property
+    def right(self) -> int:
+        """Points certainly classified right (the same as :attr:`certified`)."""
+        return self.certified
+
+    @property
+    def wrong(self) -> int:
+        """Points certainly misclassified."""
+        return sum(p.verdict == "wrong" for p in self.points)
+
+    @property
+    def undecided(self) -> int:
+        """Points undecided at the precision cap (on or within rounding of a boundary)."""
+        return sum(p.verdict == "undecided" for p in self.points)
 
     @property
     def min_margin(self) -> float:
@@ -74,9 +116,13 @@ class Certificate:
     def to_dict(self) -> dict[str, Any]:
         return {
             "format": "lnnet-certificate/1",
-            "arithmetic": "python-flint arb balls; margins are lower bounds, rounded down",
+            "arithmetic": "python-flint arb balls or float64 intervals rounded outwards; "
+            "margins are lower bounds, rounded down",
             "all_certified": self.all_certified,
             "certified": self.certified,
+            "certainly_right": self.right,
+            "certainly_wrong": self.wrong,
+            "undecided": self.undecided,
             "points": len(self.points),
             "min_margin": json_float(self.min_margin),
             "precision_bits": self.precision,
@@ -85,7 +131,9 @@ class Certificate:
                     "point": p.index,
                     "label": p.label,
                     "certified": p.certified,
+                    "verdict": p.verdict,
                     "margin_lower": json_float(p.margin),
+                    "margin_interval": [json_float(v) for v in p.margin_interval],
                     "precision_bits": p.precision,
                 }
                 for p in self.points
@@ -101,44 +149,150 @@ def certify(
     max_precision: int = MAX_PRECISION,
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    intervals: bool | None = None,
+    scores: bool = False,
 ) -> Certificate:
-    """Certify that ``net`` predicts ``y[k]`` for every point ``X[k]``.
+    """Decide, point by point, whether ``net`` predicts ``y[k]`` for ``X[k]``.
 
     ``X`` is a :class:`~lncapacity.data.PointSet` or points with labels ``y``;
-    coordinates are read exactly.  Never raises for a wrong net: a point that is
-    misclassified, or undecided at ``max_precision`` bits, is reported with
-    ``certified=False``.  ``workers``: processes to use (default: all cores, for
-    large jobs only).
+    coordinates are read exactly.  Each point is *certainly right* (certified:
+    its margin ball is positive), *certainly wrong* (some other score is
+    certainly larger) or *undecided* at ``max_precision`` bits (a point on, or
+    within rounding of, a decision boundary), with an interval enclosing its
+    margin.  Never raises for a wrong net.
+
+    Nets whose layers are all rank one (the constructions') go through
+    :func:`scalar_chain` in ``arb`` balls.  Other nets (trained ones) first go
+    through one vectorised pass of float64 interval arithmetic rounded outwards
+    (:mod:`lncapacity.interval`; rigorous, proofs/interval_rounding.md), which
+    decides nearly every point; the rest are redone in ``arb`` balls with rising
+    precision.  ``intervals`` forces that pass on (True) or off (False);
+    default: on for such nets with layers and more than a few points.  ``workers``:
+    processes for the ``arb`` part (default: all cores, for large jobs only).
+    LayerNorm gains and biases are folded first (:meth:`LNNet.folded`, exact).
+    ``scores``: also bound every exact score (:attr:`Certificate.scores`; the
+    interval pass always does, ``arb`` points only when asked, as it costs time).
     """
     points = X if isinstance(X, PointSet) else points_from_arrays(X, y)
     _check_compatible(net, points)
-    jobs = [(k, points.X[k], net.classes.index(points.y[k])) for k in range(points.m)]
+    net = net.folded()
+    labels = [net.classes.index(points.y[k]) for k in range(points.m)]
+    k_cls = len(net.classes)
+    scores_lo = np.full((points.m, k_cls), -np.inf)
+    scores_hi = np.full((points.m, k_cls), np.inf)
+    results: list[PointResult] = []
+    todo = list(range(points.m))
+    if intervals is None:
+        intervals = (
+            net.depth > 0  # an affine map alone is cheap in balls, and its margins tight
+            and scalar_chain(net) is None
+            and points.m * (net.depth + 1) >= INTERVAL_WORK
+        )
+    if intervals and todo and default_float_mode():
+        with np.errstate(all="ignore"):  # overflow and NaN leave points undecided, silently
+            mlo, mhi, zlo, zhi = interval_pass(net, points.X, labels)
+        scores_lo, scores_hi = zlo, zhi
+        todo = []
+        for k in range(points.m):
+            if mlo[k] > 0:
+                results.append(
+                    PointResult(k, points.y[k], True, float(mlo[k]), 53, (mlo[k], mhi[k]))
+                )
+            elif mhi[k] < 0:
+                results.append(PointResult(k, points.y[k], False, -math.inf, 53, (mlo[k], mhi[k])))
+            else:
+                todo.append(k)
+        if progress:
+            progress(len(results), points.m)
+    jobs = [(k, points.X[k], labels[k]) for k in todo]
     if workers is None:
-        workers = (os.cpu_count() or 1) if points.m * (net.depth + 1) > PARALLEL_WORK else 1
+        workers = (os.cpu_count() or 1) if len(jobs) * (net.depth + 1) > PARALLEL_WORK else 1
     chunks = [jobs[i : i + CHUNK] for i in range(0, len(jobs), CHUNK)]
-    results: list[tuple[int, bool, float, int]] = []
-    tasks = ((net, chunk, max_precision) for chunk in chunks)
-    with closing(imap(_certify_chunk, tasks, min(workers, len(chunks)))) as parts:
+    tasks = ((net, chunk, max_precision, scores) for chunk in chunks)
+    with closing(imap(_certify_chunk, tasks, min(workers, max(len(chunks), 1)))) as parts:
         for part in parts:
-            results += part
+            for k, ok, margin, prec, interval, zlo, zhi in part:
+                results.append(PointResult(k, points.y[k], ok, margin, prec, interval))
+                if scores:
+                    scores_lo[k], scores_hi[k] = zlo, zhi
             if progress:
                 progress(len(results), points.m)
-    results.sort()
-    return Certificate(
-        tuple(PointResult(k, points.y[k], ok, margin, prec) for k, ok, margin, prec in results)
-    )
+    results.sort(key=lambda p: p.index)
+    have_scores = scores or (intervals and not jobs)
+    return Certificate(tuple(results), (scores_lo, scores_hi) if have_scores else None)
 
 
 CHUNK = 32
 PARALLEL_WORK = 20_000
 """Points times layers above which certification is spread over processes."""
+INTERVAL_WORK = 64
+"""Points times layers from which a net without a scalar chain gets the interval pass first."""
+
+
+def interval_pass(
+    net: LNNet[fmpq], X: Sequence[Sequence[fmpq]], labels: Sequence[int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Float64 intervals around every margin and score, all points at once.
+
+    Returns ``(margin_lo, margin_hi, scores_lo, scores_hi)``: the margin
+    ``z_label - max_other z`` of point ``k`` lies in ``[margin_lo[k],
+    margin_hi[k]]`` (NaN where the pass lost track, e.g. by overflow), and so on.
+    For a net without gains (see :meth:`LNNet.folded`).  Each layer is computed
+    as ``c = (P W) h + P b`` with the centring ``P = I - 1 1^T / n`` applied to the
+    exact weights first (so the mean is never subtracted in floats, which would
+    widen the intervals), then ``h = c / sqrt(sum(c^2) / n + eps)``; the margins
+    use the exact differences ``R_label - R_j`` of the readout rows.
+    """
+    h = iv.enclose(np.array([list(row) for row in X], dtype=object).reshape(len(X), -1))
+    eps = iv.enclose([net.eps])
+    for layer in net.layers:
+        n = len(layer.b)
+        col_mean = [sum((row[j] for row in layer.W), fmpq(0)) / n for j in range(len(layer.W[0]))]
+        b_mean = sum(layer.b, fmpq(0)) / n
+        PW = iv.enclose(
+            np.array(
+                [[w - mu for w, mu in zip(row, col_mean, strict=True)] for row in layer.W],
+                dtype=object,
+            )
+        )
+        Pb = iv.enclose([v - b_mean for v in layer.b])
+        c = iv.add(iv.matvec(PW, h), (Pb[0][None, :], Pb[1][None, :]))
+        var = iv.total(iv.square(c))
+        var = iv.down(var[0] / n), iv.up(var[1] / n)
+        s = iv.sqrt(iv.add(var, (eps[0][None, :], eps[1][None, :])))
+        h = iv.div_positive(c, s)
+    R = iv.enclose(np.array([list(row) for row in net.readout.W], dtype=object))
+    r = iv.enclose(list(net.readout.b))
+    z = iv.add(iv.matvec(R, h), (r[0][None, :], r[1][None, :]))
+    m, k_cls = len(X), len(net.classes)
+    mlo, mhi = np.full(m, np.inf), np.full(m, np.inf)
+    lab = np.asarray(labels, dtype=np.intp)
+    for c_idx in range(k_cls):
+        rows = np.nonzero(lab == c_idx)[0]
+        others = [j for j in range(k_cls) if j != c_idx]
+        if not len(rows) or not others:
+            continue
+        Rc = net.readout.W[c_idx]
+        D = iv.enclose(
+            np.array(
+                [[a - b for a, b in zip(Rc, net.readout.W[j], strict=True)] for j in others],
+                dtype=object,
+            ).reshape(len(others), -1)
+        )
+        d = iv.enclose([net.readout.b[c_idx] - net.readout.b[j] for j in others])
+        diff = iv.add(iv.matvec(D, (h[0][rows], h[1][rows])), (d[0][None, :], d[1][None, :]))
+        # min over j, NaN-propagating: a NaN anywhere leaves the point undecided
+        mlo[rows] = np.min(diff[0], axis=1)
+        mhi[rows] = np.min(diff[1], axis=1)
+    return mlo, mhi, z[0], z[1]
 
 
 def _certify_chunk(
-    task: tuple[LNNet[fmpq], Sequence[tuple[int, Sequence[fmpq], int]], int],
-) -> list[tuple[int, bool, float, int]]:
-    """(index, certified, margin, precision) per job; precision adapts from point to point."""
-    net, jobs, max_precision = task
+    task: tuple[LNNet[fmpq], Sequence[tuple[int, Sequence[fmpq], int]], int, bool],
+) -> list[tuple[int, bool, float, int, tuple[float, float], list[float], list[float]]]:
+    """Per job: (index, certified, margin, precision, margin interval, score lower and upper
+    bounds, empty unless asked for); the precision adapts from point to point."""
+    net, jobs, max_precision, want_scores = task
     scores = _evaluator(net)
     prec = _start_precision(net)
     out = []
@@ -147,15 +301,38 @@ def _certify_chunk(
             with precision(prec):
                 z = scores(x, prec)
                 diffs = [z[c] - zj for j, zj in enumerate(z) if j != c]
-                if all(d > 0 for d in diffs):
-                    margin = min((lower_bound_float(d) for d in diffs), default=math.inf)
-                    out.append((k, True, margin, prec))
-                    break
-                if any(d < 0 for d in diffs) or prec >= max_precision:
-                    out.append((k, False, -math.inf, prec))
+                right = all(d > 0 for d in diffs)
+                if right or any(d < 0 for d in diffs) or prec >= max_precision:
+                    lo = min((lower_bound_float(d) for d in diffs), default=math.inf)
+                    hi = min((upper_bound_float(d) for d in diffs), default=math.inf)
+                    zlo = [lower_bound_float(v) for v in z] if want_scores else []
+                    zhi = [upper_bound_float(v) for v in z] if want_scores else []
+                    margin = lo if right else -math.inf
+                    out.append((k, right, margin, prec, (lo, hi), zlo, zhi))
                     break
             prec = min(2 * prec, max_precision)
     return out
+
+
+def exact_scores(
+    net: LNNet[fmpq], X: Sequence[Sequence[fmpq]], bits: int = 128
+) -> tuple[np.ndarray, np.ndarray]:
+    """Float64 bounds ``(lo, hi)`` on every exact score of the rows of ``X``, from ``arb``
+    balls at ``bits`` bits: each within about one float64 ulp of the exact score."""
+    scores = _evaluator(net.folded())
+    lo = np.empty((len(X), len(net.classes)))
+    hi = np.empty_like(lo)
+    with precision(bits):
+        for i, x in enumerate(X):
+            z = scores(tuple(exact(v) for v in x), bits)
+            lo[i] = [lower_bound_float(v) for v in z]
+            hi[i] = [upper_bound_float(v) for v in z]
+    return lo, hi
+
+
+def upper_bound_float(x: arb) -> float:
+    """A float that is ``>=`` every point of the ball ``x`` (``inf`` if unbounded)."""
+    return -lower_bound_float(-x)
 
 
 def decide(net: LNNet[fmpq], x: Sequence[object], max_precision: int = MAX_PRECISION) -> int:
@@ -170,7 +347,7 @@ def decide(net: LNNet[fmpq], x: Sequence[object], max_precision: int = MAX_PRECI
         raise InputError(f"cannot classify {shown(list(x))}: {e}") from None
     if len(row) != net.input_dim:
         raise InputError(f"the net takes {net.input_dim} features, got {len(row)}")
-    scores = _evaluator(net)
+    scores = _evaluator(net.folded())
     prec = _start_precision(net)
     while True:
         with precision(prec):
@@ -263,13 +440,15 @@ def scalar_chain(net: LNNet[fmpq]) -> Any:
     layers, with a layer of rank two or more, or with a layer whose variance plus
     ``eps`` can vanish (``k = 0``).
     """
-    n = net.width
+    if net.norms:
+        return None
     factors = [_rank_one(layer.W) for layer in net.layers]
     if not net.layers or any(f is None for f in factors):
         return None
     reads = [f[1] for f in factors[1:]]  # type: ignore[index]
     steps = []
     for li, (layer, (col, _)) in enumerate(zip(net.layers, factors, strict=True)):  # type: ignore[misc]
+        n = len(layer.b)
         mean_c, mean_b = sum(col, fmpq(0)) / n, sum(layer.b, fmpq(0)) / n
         A = [ci - mean_c for ci in col]
         B = [bi - mean_b for bi in layer.b]

@@ -9,7 +9,9 @@ Output files are written atomically and only after every check has passed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import math
 import os
 import signal
 import sys
@@ -19,13 +21,15 @@ from typing import Any
 
 from . import __version__, fileformat, floats
 from .arith import json_float
-from .certify import Certificate, certify
+from .certify import Certificate, certify, exact_scores
 from .construct import DEFAULT_METHOD, METHODS, build
 from .data import PointSet, load_points
 from .errors import ConstructionError, InputError
 from .model import LNNet
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD = 0, 1, 2
+NOT_RIGHT_SHOWN, NOT_RIGHT_PRINTED = 1000, 20
+"""How many points not certainly right the JSON summary lists, and the text prints."""
 
 
 class Bar:
@@ -140,6 +144,44 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--restarts", type=int, default=16, help="search restarts per labeling")
     output(s, workers=True)
 
+    im = sub.add_parser(
+        "import",
+        help="read a PyTorch LN-Net (nn.Sequential of Linear and LayerNorm) as an exact net",
+        description="Read MODEL (torch.save of an nn.Sequential of Linear and LayerNorm "
+        "modules, or of its state_dict) with torch.load(weights_only=True), convert every "
+        "weight exactly, and write it as an lnnet file (lnnet/1, or lnnet/1.1 when it has "
+        "LayerNorm gains or biases or layers of different widths).",
+    )
+    im.add_argument("model", metavar="MODEL.pt")
+    im.add_argument("--out", required=True, metavar="NET.json", help="the lnnet file to write")
+    im.add_argument(
+        "--spec",
+        metavar="KINDS",
+        help="for a state dict: the module kinds in order, comma-separated (Linear, LayerNorm, "
+        "Dropout, Identity); default: read off the weights' shapes",
+    )
+    im.add_argument(
+        "--eps", type=float, default=1e-5, help="for a state dict: the LayerNorms' eps (1e-5)"
+    )
+    im.add_argument("--classes", metavar="C1,C2", help="names of the outputs (default 0, 1, ...)")
+    im.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
+
+    ex = sub.add_parser(
+        "export",
+        help="write a net as a PyTorch module (torch.save) and/or an ONNX model",
+        description="Write an lnnet file as PyTorch's own modules (an nn.Sequential of Linear "
+        "and LayerNorm, saved with torch.save) and/or as an ONNX model (Gemm and "
+        "LayerNormalization, opset 17; needs the onnx package).",
+    )
+    ex.add_argument("net", metavar="NET.json")
+    ex.add_argument("--torch", metavar="MODEL.pt", help="write the PyTorch module here")
+    ex.add_argument("--onnx", metavar="MODEL.onnx", help="write the ONNX model here")
+    ex.add_argument(
+        "--dtype",
+        help="float64, float32 or bfloat16 (ONNX: float64 or float32); default: the dtype "
+        "a PyTorch import recorded, else float64 (ONNX: float32)",
+    )
+
     vs = sub.add_parser(
         "verify-shatter",
         help="independently re-check a shattering certificate",
@@ -149,6 +191,40 @@ def _parser() -> argparse.ArgumentParser:
     )
     vs.add_argument("certificate", metavar="CERT.jsonl")
     output(vs, workers=True)
+
+    pl = sub.add_parser(
+        "plot",
+        help="draw a net at work: ladder, fold maps, circles, regions, merge tree",
+        description="Draw how a saved net moves the points of DATA, layer by layer (ladder, "
+        "fold maps, LayerNorm's circle, decision regions for 2-D data, merge tree), and write "
+        "the figures and the merge tree (GraphML) into a folder. Needs Matplotlib and NetworkX: "
+        "pip install 'lncapacity[plot]'.",
+    )
+    pl.add_argument("net", metavar="NET.json")
+    pl.add_argument("data", metavar="DATA")
+    pl.add_argument("--out", default="figs", metavar="DIR", help="folder (default figs; made)")
+    pl.add_argument(
+        "--format", default="png,svg", metavar="F1,F2", help="image formats (default png,svg)"
+    )
+    pl.add_argument(
+        "--merge-by",
+        default="auto",
+        choices=["auto", "runs", "values"],
+        help="merge tree of label runs or of merged values (auto: values for pma nets)",
+    )
+    output(pl)
+
+    ex = sub.add_parser(
+        "explain",
+        help="the construction of a saved net, layer by layer, in words",
+        description="Read a saved net back on the points of DATA: per layer its kind, centre, "
+        "offset and fold point, which end it folds, which label runs join and which values "
+        "merge, the smallest label gap before and after; the readout; the certified margin.",
+    )
+    ex.add_argument("net", metavar="NET.json")
+    ex.add_argument("data", metavar="DATA")
+    output(ex)
+    _theory_parsers(sub, output)
     return p
 
 
@@ -358,11 +434,182 @@ def cmd_verify_shatter(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from .interop import load_torch
+
+    fileformat.check_outputs({"--out": args.out}, [args.model])
+    spec = None if args.spec is None else [k for k in args.spec.split(",") if k.strip()]
+    if args.eps < 0 or not math.isfinite(args.eps):
+        raise InputError("--eps must be a finite number >= 0")
+    net = load_torch(args.model, spec=spec, eps=args.eps)
+    if args.classes is not None:
+        names = [c.strip() for c in args.classes.split(",")]
+        labels: list[Any] = [int(c) for c in names] if all(_is_int(c) for c in names) else names
+        if len(labels) != len(net.classes) or len(set(labels)) != len(labels):
+            raise InputError(
+                f"--classes: the net has {len(net.classes)} outputs; give as many distinct names"
+            )
+        net = dataclasses.replace(net, classes=tuple(labels))
+    doc = fileformat.to_dict(net)
+    fileformat.write_all_atomic([(args.out, fileformat.dumps(doc))])
+    summary = {
+        "model": args.model,
+        "net": args.out,
+        "format": doc["format"],
+        "requires": doc.get("requires", []),
+        "input_dim": net.input_dim,
+        "width": net.width,
+        "widths": list(net.widths),
+        "depth": net.depth,
+        "classes": list(net.classes),
+        "eps": str(net.eps),
+        "eps_float": float(net.eps),
+        "layernorm_affine": [not net.norm(i).is_identity for i in range(net.depth)],
+        "dtype": net.meta["torch"]["dtype"],
+    }
+    if args.json:
+        print(json.dumps(summary, indent=1))
+    else:
+        widths = "-".join(map(str, net.widths)) or "none"
+        affine = sum(summary["layernorm_affine"])
+        print(
+            f"{args.model}: {len(net.meta['torch']['modules'])} modules, "
+            f"{summary['dtype']} weights read exactly\n"
+            f"net: input {net.input_dim}, widths {widths}, depth {net.depth}, "
+            f"{len(net.classes)} outputs, eps {float(net.eps):g}, "
+            f"{affine} LayerNorms with gain/bias ({doc['format']})\n"
+            f"wrote {args.out}"
+        )
+    return EXIT_OK
+
+
+def _is_int(text: str) -> bool:
+    t = text[1:] if text[:1] in "+-" else text
+    return t.isdigit()
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .interop import TORCH_DTYPES, default_dtype, to_onnx, torch_bytes
+
+    if not args.torch and not args.onnx:
+        raise InputError("export: give --torch MODEL.pt and/or --onnx MODEL.onnx")
+    fileformat.check_outputs({"--torch": args.torch, "--onnx": args.onnx}, [args.net])
+    if args.dtype is not None and args.dtype not in TORCH_DTYPES:
+        raise InputError(f"--dtype: choose from {', '.join(TORCH_DTYPES)}")
+    net = fileformat.load(args.net)
+    files: list[tuple[str, bytes]] = []
+    if args.torch:
+        files.append((args.torch, torch_bytes(net, args.dtype)))
+    if args.onnx:
+        dt = args.dtype or ("float64" if default_dtype(net) == "float64" else "float32")
+        if dt not in ("float32", "float64"):
+            raise InputError(f"--dtype {dt}: ONNX export writes float32 or float64")
+        files.append((args.onnx, to_onnx(net, dt)))
+    fileformat.write_all_atomic(files)
+    for path, _ in files:
+        print(f"wrote {path}")
+    return EXIT_OK
+
+
+def _output_folder(path: str) -> None:
+    """Fail now, in one line, if ``path`` cannot become a folder of figures."""
+    folder = os.path.abspath(path)
+    if os.path.exists(folder):
+        if not os.path.isdir(folder):
+            raise InputError(f"{path}: exists and is not a folder")
+        if not os.access(folder, os.W_OK):
+            raise InputError(f"{path}: folder not writable")
+        return
+    parent = os.path.dirname(folder)
+    if not os.path.isdir(parent):
+        raise InputError(f"{path}: no such folder {os.path.dirname(path) or '.'!r}")
+    if not os.access(parent, os.W_OK):
+        raise InputError(f"{path}: cannot create the folder (parent not writable)")
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    formats = [f.strip().lower() for f in args.format.split(",") if f.strip()]
+    if not formats or any(f not in ("png", "svg", "pdf") for f in formats):
+        raise InputError(f"--format: choose from png, svg, pdf, got {args.format!r}")
+    _output_folder(args.out)
+    from . import plot
+
+    plot._mpl()  # a missing Matplotlib is a one-line error, before any work
+    net = fileformat.load(args.net)
+    points = load_points(args.data)
+    start = time.perf_counter()
+    cert = None
+    if points.d == 2:
+        cert, _ = _run("certifying", args.quiet, lambda bar: certify(net, points, progress=bar))
+    created = not os.path.isdir(args.out)
+    try:
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"{args.out}: cannot create the folder: {e.strerror}") from None
+    try:
+        paths = plot.save_figures(
+            net, points, out=args.out, formats=formats, certificate=cert, by=args.merge_by
+        )
+    except BaseException:
+        if created:  # leave nothing behind, not even the empty folder
+            try:
+                os.rmdir(args.out)
+            except OSError:
+                pass
+        raise
+    seconds = round(time.perf_counter() - start, 3)
+    if args.json:
+        print(json.dumps({"files": [str(p) for p in paths], "seconds": seconds}, indent=1))
+    else:
+        print("\n".join(str(p) for p in paths))
+    return EXIT_OK
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from .explain import explain
+
+    net = fileformat.load(args.net)
+    points = load_points(args.data)
+    cert, _ = _run("certifying", args.quiet, lambda bar: certify(net, points, progress=bar))
+    account = explain(net, points, certificate=cert)
+    if args.json:
+        print(json.dumps(account, indent=1))
+        return EXIT_OK
+    n, c = account["net"], account["certificate"]
+    first = account["input"]
+    lines = [
+        f"{points.source}: {points.m} points; net of depth {n['depth']}, width {n['width']}, "
+        f"eps {n['eps']}, classes {', '.join(map(str, n['classes']))}"
+        + (f", method {n['method']}" if n["method"] else ""),
+    ]
+    if n["meta"].get("fallback"):
+        lines.append(f"runs gave way to pma: {n['meta']['fallback']}")
+    if first:
+        lines.append(
+            f"input projection: {first['runs']} label runs, smallest label gap "
+            f"{first['label_gap']:.3g} (of half the span)"
+        )
+    lines += [e["words"] for e in account["layers"]]
+    lines.append(account["readout"]["words"])
+    margin = c["min_margin"]
+    lines.append(
+        f"certificate: {c['certified']}/{c['points']} points certified"
+        + (f", min certified margin {margin:.4g}" if margin is not None else "")
+        + f" ({c['precision_bits']} bits)"
+    )
+    print("\n".join(lines))
+    return EXIT_OK if c["all_certified"] else EXIT_BAD
+
+
 COMMANDS = {
     "certify": cmd_certify,
     "verify": cmd_verify,
     "shatter": cmd_shatter,
     "verify-shatter": cmd_verify_shatter,
+    "import": cmd_import,
+    "export": cmd_export,
+    "plot": cmd_plot,
+    "explain": cmd_explain,
 }
 
 
@@ -374,9 +621,15 @@ def _check_and_report(
     out: str | None,
 ) -> int:
     cert, seconds["certify"] = _run(
-        "certifying", args.quiet, lambda bar: certify(net, points, progress=bar)
+        "certifying", args.quiet, lambda bar: certify(net, points, progress=bar, scores=True)
     )
-    checks = [floats.check(net, points, b) for b in _float_backends(args.float)]
+    backends = _float_backends(args.float)
+    exact = cert.scores if cert.scores is not None and len(points.X) else None
+
+    def refine(rows: list[int]) -> Any:
+        return exact_scores(net, [points.X[k] for k in rows])
+
+    checks = [floats.check(net, points, b, exact, refine) for b in backends]
     if cert.all_certified:
         files = []
         if args.certificate:
@@ -395,6 +648,7 @@ def _check_and_report(
         print(
             f"lncapacity: error: certificate fails at {bad}"
             + (f" and {more} more" if more > 0 else "")
+            + f" ({cert.wrong} certainly wrong, {cert.undecided} undecided)"
             + ("; nothing written" if out or args.certificate else ""),
             file=sys.stderr,
         )
@@ -443,8 +697,25 @@ def _summary(
         "depth": net.depth,
         "folds": net.meta.get("folds"),
         "depth_bound": max(points.m - 2, 0),
+        "trained": net.meta.get("source") == "torch",  # imported from PyTorch
+        "width": net.width,  # null when the layers' widths differ
+        "widths": list(net.widths),
         "certified": cert.certified,
         "all_certified": cert.all_certified,
+        # every point is certainly right, certainly wrong, or undecided at the precision cap
+        "certainly_right": cert.right,
+        "certainly_wrong": cert.wrong,
+        "undecided": cert.undecided,
+        # the points not certainly right (the first NOT_RIGHT_SHOWN), with their verdicts
+        "not_right": [
+            {
+                "point": p.index,
+                "where": _where(points, p.index),
+                "verdict": p.verdict,
+                "margin_interval": [json_float(v) for v in p.margin_interval],
+            }
+            for p in cert.failures[:NOT_RIGHT_SHOWN]
+        ],
         # null with a single class (nothing to separate) or when some point fails
         "min_certified_margin": json_float(cert.min_margin) if cert.all_certified else None,
         "precision_bits": cert.precision,
@@ -458,6 +729,8 @@ def _summary(
                 "library": "torch" if c.backend in floats.TORCH_BACKENDS else "numpy",
                 "dtype": c.dtype,
                 "max_abs_score": json_float(c.max_abs_score),
+                # worst |float score - exact score| in ulps of the dtype (an upper bound)
+                "max_ulps": None if c.max_ulps != c.max_ulps else json_float(c.max_ulps),
                 "warning": _float_warning(c, cert.all_certified),
             }
             for c in checks
@@ -486,6 +759,20 @@ def _float_warning(c: floats.FloatCheck, certified: bool) -> str | None:
     return None
 
 
+def _eps_text(eps: str) -> str:
+    """``eps`` as written in the file, or about it when that is long (a float's exact value)."""
+    if len(eps) <= 16:
+        return eps
+    p, _, q = eps.partition("/")
+    return f"{int(p) / int(q or 1):.6g} (exactly {eps})"
+
+
+def _width_text(s: dict[str, Any]) -> str:
+    if s["width"] is not None or not s["widths"]:
+        return str(s["width"] if s["width"] is not None else "-")
+    return "-".join(map(str, s["widths"]))
+
+
 def _text(s: dict[str, Any]) -> str:
     def num(x: float | None) -> str:
         if x is None:
@@ -496,7 +783,8 @@ def _text(s: dict[str, Any]) -> str:
     classes = ", ".join(map(str, s["classes"]))
     lines = [
         f"{s['data']}: {s['points']} points in R^{s['dim']}, classes {classes}{dup}",
-        f"net: width 3, depth {s['depth']} (bound m - 2 = {s['depth_bound']})"
+        f"net: width {_width_text(s)}, depth {s['depth']}"
+        + (f" (bound m - 2 = {s['depth_bound']})" if s["method"] else "")
         + (
             f", {s['folds']} before padding"
             if s["folds"] is not None and s["folds"] != s["depth"]
@@ -504,15 +792,22 @@ def _text(s: dict[str, Any]) -> str:
         )
         + (f", method {s['method']}" if s["method"] else "")
         + (f" (runs gave way: {s['fallback']})" if s.get("fallback") else "")
-        + f", eps {s['eps']}",
+        + f", eps {_eps_text(s['eps'])}",
         f"certified: {s['certified']}/{s['points']} points"
         + (
             f", min certified margin {num(s['min_certified_margin'])}"
             if s["all_certified"]
-            else "  FAILS"
+            else f"  FAILS: {s['certainly_wrong']} certainly wrong, {s['undecided']} undecided"
         )
         + f" ({s['precision_bits']} bits)",
     ]
+    shown = s.get("not_right", [])[:NOT_RIGHT_PRINTED]
+    for p in shown:
+        lo, hi = p["margin_interval"]
+        lo, hi = -math.inf if lo is None else lo, math.inf if hi is None else hi
+        lines.append(f"  {p['where']}: {p['verdict']}, margin in [{lo:.4g}, {hi:.4g}]")
+    if s["points"] - s["certified"] > len(shown):
+        lines.append(f"  ... and {s['points'] - s['certified'] - len(shown)} more")
     for name, c in s["float"].items():
         x = c["min_margin"]  # a float margin of 0 is a tie, not a tiny certified bound
         if x is None:  # infinite: +inf with one class, -inf (a NaN or infinite score) if wrong
@@ -520,11 +815,194 @@ def _text(s: dict[str, Any]) -> str:
         else:
             margin = f"{x:.4g}"
         flag = f"  WARNING: {c['warning']}" if c["warning"] else ""
-        lines.append(f"{name}: {c['agree']}/{c['total']} agree, min margin {margin}{flag}")
+        ulps = c.get("max_ulps")  # in the text for trained nets only (built ones are exact)
+        dist = "" if ulps is None or not s.get("trained") else f", max {ulps:.3g} ulp from exact"
+        lines.append(f"{name}: {c['agree']}/{c['total']} agree, min margin {margin}{dist}{flag}")
     for key in ("net", "certificate"):
         if s[key]:
             lines.append(f"wrote {s[key]}")
     return "\n".join(lines)
+
+
+# --- the theory toolkit: trace (SSR/LSSR per layer) and hessian (LN-G vs LN) -----------------
+
+
+def _theory_parsers(sub: Any, output: Callable[..., None]) -> None:
+    t = sub.add_parser(
+        "trace",
+        help="SSR and LSSR of labelled points after every layer of a net, certified",
+        description="For NET.json and labelled POINTS, print the within-class over total sum of "
+        "squares (SSR) and its lowest value under linear maps (LSSR) of the points before the "
+        "first layer (exact), after every LayerNorm layer and of the readout scores (rigorous "
+        "[lo, hi] bounds from ball arithmetic). A certified drop of LSSR shows a layer is not "
+        "affine (proofs/lssr.md). Labels may be any classes, not only the net's.",
+    )
+    t.add_argument("net", metavar="NET.json")
+    t.add_argument("data", metavar="POINTS")
+    output(t)
+    h = sub.add_parser(
+        "hessian",
+        help="the Hessian measure of LN and LN-G (group LayerNorm) and their ratio",
+        description="H(f; x) = sum_i ||d^2 y_i/dx^2||_F^2 for LayerNorm and LN-G at seeded "
+        "inputs (Gaussian, sparse, adversarial), computed exactly from the closed form "
+        "(proofs/ln_g_hessian.md), with the proposition's bound g (d - 2g)/(d - 2).",
+    )
+    h.add_argument("--d", type=int, default=64, help="features (default 64)")
+    h.add_argument("--groups", type=int, default=16, help="LN-G groups, dividing d (default 16)")
+    h.add_argument("--eps", default="0", help="LayerNorm epsilon, exact (default 0)")
+    h.add_argument("--no-centre", action="store_true", help="LN-G without centring (RMS groups)")
+    h.add_argument("--samples", type=int, default=3, help="inputs of each kind (default 3)")
+    h.add_argument("--seed", type=int, default=0)
+    h.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    from .theory.net_trace import trace
+
+    net = fileformat.load(args.net)
+    points = load_points(args.data)
+    layers, seconds = _run("tracing", args.quiet, lambda bar: trace(net, points, progress=bar))
+    rows = [s.to_dict() for s in layers]
+    hidden = layers[1:-1] if net.depth else []
+    drops = [
+        b.name
+        for a, b in zip(layers[:-1], hidden, strict=False)
+        if a.lssr is not None and b.lssr is not None and b.lssr.hi < a.lssr.lo
+    ]
+    summary = {
+        "data": points.source,
+        "net": args.net,
+        "points": points.m,
+        "classes": sorted({str(c) for c in points.y}),
+        "depth": net.depth,
+        "layers": rows,
+        "lssr_drops": drops,
+        "seconds": round(seconds, 3),
+    }
+    if args.json:
+        print(json.dumps(summary, indent=1))
+        return EXIT_OK
+    print(
+        f"{points.source}: {points.m} points, {len(summary['classes'])} classes; "
+        f"net depth {net.depth}"
+    )
+    print(f"{'layer':<9} {'dim':>3}  {'SSR':<48} LSSR")
+    for s in layers:
+        print(f"{s.name:<9} {s.dim:>3}  {_certified_text(s.ssr):<48} {_certified_text(s.lssr)}")
+    print(
+        f"LSSR certified lower than before at {len(drops)} of {net.depth} LN layers "
+        "(no affine map can lower it)"
+        + (f": {', '.join(drops[:8])}" if drops else "")
+        + (" ..." if len(drops) > 8 else "")
+    )
+    return EXIT_OK
+
+
+def _certified_text(x: Any) -> str:
+    """An exact value when short, else its certified decimal enclosure; never a bare float."""
+    if x is None:
+        return "undefined (all points equal)"
+    text = str(x)
+    if len(text) <= 34:
+        return text
+    lo, hi = x.printable_interval() if not x.is_exact else _enclosure(x)
+    return f"[{lo}, {hi}]" + (" exact in --json" if x.is_exact else "")
+
+
+def _enclosure(x: Any) -> tuple[str, str]:
+    from .theory.reals import decimal
+
+    return decimal(x.lo, 10, up=False), decimal(x.hi, 10, up=True)
+
+
+def cmd_hessian(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .arith import format_rational, parse_rational
+    from .theory.hessian import KINDS, ln_hessian, ratio_lower_bound, sample_input
+    from .theory.reals import decimal
+
+    d, g = args.d, args.groups
+    if d < 3:
+        raise InputError("--d must be at least 3 (LayerNorm of 2 features is locally constant)")
+    if g < 1 or d % g:
+        raise InputError(f"--groups {g} must divide --d {d}")
+    if args.samples < 1:
+        raise InputError("--samples must be at least 1")
+    try:
+        eps = parse_rational(args.eps, decimals=True)
+    except ValueError as e:
+        raise InputError(f"--eps: {e}") from None
+    if eps < 0:
+        raise InputError("--eps must be >= 0")
+    centre = not args.no_centre
+    bound = ratio_lower_bound(d, g) if d // g >= 3 else None
+    rng = np.random.default_rng([args.seed, d, g])
+    samples = []
+    for kind in KINDS:
+        for i in range(args.samples):
+            xq = sample_input(kind, d, g, rng, float(eps), centre)
+            try:
+                h_ln = ln_hessian(xq, 1, eps, True)
+                h_g = ln_hessian(xq, g, eps, centre)
+            except ValueError as e:  # a constant group with eps = 0: outside the assumption
+                samples.append({"kind": kind, "index": i, "undefined": str(e)})
+                continue
+            ratio = h_g / h_ln if h_ln else None
+            ok = None if ratio is None or bound is None else ratio >= bound
+            samples.append(
+                {
+                    "kind": kind,
+                    "index": i,
+                    "H_LN": _bounds_json(h_ln, decimal),
+                    "H_LNG": _bounds_json(h_g, decimal),
+                    "ratio": None if ratio is None else _bounds_json(ratio, decimal),
+                    "ratio_ge_bound": ok,
+                    # a counterexample's input, exactly (the float's dyadic value per entry)
+                    "x": [format_rational(v) for v in xq] if ok is False else None,
+                }
+            )
+    summary = {
+        "d": d,
+        "groups": g,
+        "group_size": d // g,
+        "eps": str(eps),
+        "centre": centre,
+        "bound": None if bound is None else str(bound),
+        "bound_applies": bound is not None and eps == 0 and centre,
+        "samples": samples,
+    }
+    if args.json:
+        print(json.dumps(summary, indent=1))
+        return EXIT_OK
+    print(
+        f"H(LN) and H(LN-G) at seeded inputs: d = {d}, {g} groups of {d // g}, eps {eps}, "
+        + ("centred" if centre else "uncentred (RMS groups)")
+    )
+    if bound is not None:
+        applies = "" if summary["bound_applies"] else " (proved for eps = 0, centred LN-G only)"
+        print(f"bound: ratio >= g (d - 2g)/(d - 2) = {bound} ~ {float(bound):.6g}{applies}")
+    print(f"{'input':<14} {'H(LN)':>12} {'H(LN-G)':>12} {'ratio':>12}  >= bound")
+    for s in samples:
+        name = f"{s['kind']} {s['index']}"
+        if "undefined" in s:
+            print(f"{name:<14} undefined: {s['undefined']}")
+            continue
+        mark = {True: "yes", False: "NO", None: "-"}[s["ratio_ge_bound"]]
+        cells = [s["H_LN"][0], s["H_LNG"][0], s["ratio"][0] if s["ratio"] else "undefined"]
+        print(f"{name:<14} " + " ".join(f"{c:>12}" for c in cells) + f"  {mark}")
+    print("values are exact rationals shown rounded down to 6 digits (--json: [lo, hi])")
+    if any(s.get("ratio_ge_bound") is False for s in samples):
+        print("NO: below the bound (outside its assumptions); --json gives those inputs exactly")
+    return EXIT_OK
+
+
+def _bounds_json(q: Any, decimal: Callable[..., str]) -> list[str]:
+    """An exact rational as a certified decimal enclosure ``[lo, hi]`` (6 significant digits)."""
+    return [decimal(q, 6, up=False), decimal(q, 6, up=True)]
+
+
+COMMANDS.update({"trace": cmd_trace, "hessian": cmd_hessian})
 
 
 if __name__ == "__main__":  # pragma: no cover

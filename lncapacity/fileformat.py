@@ -22,6 +22,31 @@ an older reader misreading them.  ``W`` is a list of rows; layer 1 is
 JSON integers or strings.  ``meta`` (top level and per layer) records how the
 net was built; it never enters the computation, and unknown keys are kept.
 
+**lnnet/1.1** adds what trained nets need, and is written only by nets that use
+it (so every net this package builds, and every file written before, stays
+``lnnet/1``, byte for byte)::
+
+    {
+      "format": "lnnet/1.1",
+      "requires": ["ln-affine", "widths"],   # the features below this file uses
+      "width": null,                         # or the common width
+      "layers": [ {"W": ..., "b": ..., "ln": {"gain": [...], "bias": [...]}}, ...],
+      ...                                    # everything else as in lnnet/1
+    }
+
+* ``"ln-affine"``: a layer's ``ln`` object holds the elementwise gain and/or bias
+  of its LayerNorm (``h = gain * LN(y) + bias``; either key may be absent).
+* ``"widths"``: the layers' widths differ; ``width`` is ``null`` and each
+  layer's width is the number of rows of its ``W`` (``W_l`` is ``n_l x n_{l-1}``).
+
+Why a new format string rather than new optional keys in ``lnnet/1``: a
+``lnnet/1`` reader ignores keys it does not know inside a layer, so it would
+silently drop a gain and compute a different net.  Readers of every version
+refuse a ``format`` they do not know, so ``lnnet/1`` readers refuse ``lnnet/1.1``
+files.  ``requires`` carries that guarantee forward: a reader refuses a file
+that requires a feature it does not know, so later additions need no new
+format string.
+
 Writing is atomic (a temporary file renamed into place), so a failed run never
 leaves a half-written file.
 """
@@ -41,12 +66,17 @@ from flint import fmpq
 
 from .arith import format_rational, parse_rational, shown
 from .errors import InputError
-from .model import Affine, LNNet
+from .model import Affine, LNNet, Norm
 
 FORMAT = "lnnet/1"
+FORMAT_1_1 = "lnnet/1.1"
+FEATURES = ("ln-affine", "widths")
+"""The features of ``lnnet/1.1`` this reader knows (see the module doc)."""
 
 __all__ = [
+    "FEATURES",
     "FORMAT",
+    "FORMAT_1_1",
     "U",
     "V",
     "check_outputs",
@@ -79,12 +109,29 @@ def to_dict(net: LNNet[fmpq]) -> dict[str, Any]:
             d["meta"] = dict(a.meta)
         return d
 
-    out: dict[str, Any] = {
-        "format": FORMAT,
+    def layer(i: int, a: Affine[fmpq]) -> dict[str, Any]:
+        d = affine(a)
+        norm = net.norm(i)
+        if not norm.is_identity:
+            ln = {}
+            for part in ("gain", "bias"):
+                v = getattr(norm, part)
+                if v is not None:
+                    ln[part] = [format_rational(x) for x in v]
+            d = {"W": d["W"], "b": d["b"], "ln": ln, **({"meta": d["meta"]} if "meta" in d else {})}
+        return d
+
+    requires = [
+        f for f, used in (("ln-affine", bool(net.norms)), ("widths", net.width is None)) if used
+    ]
+    out: dict[str, Any] = {"format": FORMAT_1_1 if requires else FORMAT}
+    if requires:
+        out["requires"] = requires
+    out |= {
         "input_dim": net.input_dim,
         "width": net.width,
         "eps": format_rational(net.eps),
-        "layers": [affine(layer) for layer in net.layers],
+        "layers": [layer(i, a) for i, a in enumerate(net.layers)],
         "readout": affine(net.readout),
         "classes": list(net.classes),
     }
@@ -94,7 +141,10 @@ def to_dict(net: LNNet[fmpq]) -> dict[str, Any]:
 
 
 def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
-    """Read an ``lnnet/1`` object; :class:`InputError` names the first bad field."""
+    """Read an ``lnnet/1`` or ``lnnet/1.1`` object; :class:`InputError` names the first bad field.
+
+    A file that requires a feature this reader does not know is refused.
+    """
 
     def fail(where: str, what: str) -> InputError:
         return InputError(f"{source}: {where}: {what}")
@@ -131,10 +181,44 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
             raise fail(f"{where}.meta", "must be an object")
         return Affine(tuple(rows), b, dict(meta))
 
+    def norm(a: Any, where: str) -> Norm[fmpq]:
+        ln = a.get("ln") if isinstance(a, Mapping) else None
+        if ln is None:
+            return Norm()
+        if "ln-affine" not in requires:
+            raise fail(f"{where}.ln", 'needs "requires": ["ln-affine"] (format lnnet/1.1)')
+        if not isinstance(ln, Mapping) or set(ln) - {"gain", "bias"}:
+            raise fail(f"{where}.ln", 'must be an object with "gain" and/or "bias"')
+        parts = {}
+        for part in ("gain", "bias"):
+            v = ln.get(part)
+            if v is not None and not isinstance(v, list):
+                raise fail(f"{where}.ln.{part}", "must be a list")
+            parts[part] = (
+                None
+                if v is None
+                else tuple(number(x, f"{where}.ln.{part}[{i}]") for i, x in enumerate(v))
+            )
+        return Norm(parts["gain"], parts["bias"])
+
     if not isinstance(obj, Mapping):
         raise InputError(f"{source}: not an lnnet/1 object")
-    if obj.get("format") != FORMAT:
-        raise fail("format", f"expected {FORMAT!r}, got {shown(obj.get('format'))}")
+    version = obj.get("format")
+    if version not in (FORMAT, FORMAT_1_1):
+        raise fail(
+            "format",
+            f"expected {FORMAT!r}, got {shown(version)} (this reader knows {FORMAT} and "
+            f"{FORMAT_1_1})",
+        )
+    requires = obj.get("requires", []) if version == FORMAT_1_1 else []
+    if not isinstance(requires, list) or not all(isinstance(f, str) for f in requires):
+        raise fail("requires", "must be a list of feature names")
+    if unknown := [f for f in requires if f not in FEATURES]:
+        raise fail(
+            "requires",
+            f"this file needs {', '.join(map(repr, unknown))}, unknown to lncapacity "
+            f"(it knows {', '.join(FEATURES)}): upgrade lncapacity to read it",
+        )
     layers = obj.get("layers")
     if not isinstance(layers, list):
         raise fail("layers", "must be a list")
@@ -150,14 +234,20 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
     meta = obj.get("meta", {})
     if not isinstance(meta, Mapping):
         raise fail("meta", "must be an object")
+    if "widths" in requires and obj.get("width") is None:
+        width = None
+    else:
+        width = integer("width", MAX_WIDTH)
+    norms = tuple(norm(a, f"layers[{i}]") for i, a in enumerate(layers))
     fields = dict(
         input_dim=integer("input_dim", MAX_INPUT_DIM),
-        width=integer("width", MAX_WIDTH),
+        width=width,
         eps=number(obj.get("eps"), "eps"),
         layers=tuple(affine(a, f"layers[{i}]") for i, a in enumerate(layers)),
         readout=affine(obj.get("readout"), "readout"),
         classes=tuple(classes),
         meta=dict(meta),
+        norms=norms,
     )
     try:
         return LNNet(**fields)
@@ -414,12 +504,13 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     write_all_atomic([(path, text)])
 
 
-def write_all_atomic(files: Sequence[tuple[str | os.PathLike[str], str]]) -> None:
+def write_all_atomic(files: Sequence[tuple[str | os.PathLike[str], str | bytes]]) -> None:
     """Write several files so that either all of them appear or none does.
 
     Each goes to a temporary file in its own folder first; only when every one
     is complete are they renamed into place.  A path that is a symbolic link is
-    written through (its target is replaced; the link stays).
+    written through (its target is replaced; the link stays).  ``str`` contents
+    are written as UTF-8 text, ``bytes`` as they are.
     """
     done: list[tuple[str, Path]] = []
     p = Path(".")
@@ -428,8 +519,12 @@ def write_all_atomic(files: Sequence[tuple[str | os.PathLike[str], str]]) -> Non
             p = output_target(path)  # through a symbolic link, to its target
             fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
             done.append((tmp, p))
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
+            if isinstance(text, bytes):
+                with os.fdopen(fd, "wb") as fb:
+                    fb.write(text)
+            else:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(text)
         for tmp, p in done:
             publish(tmp, p)
     except OSError as e:

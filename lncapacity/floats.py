@@ -7,8 +7,8 @@ point, with every weight rounded to the backend's precision:
   variance, as in ``torch.nn.LayerNorm``);
 * ``"torch-float64"``, ``"torch-float32"``: PyTorch's own modules, the net as
   :func:`to_torch` gives it (``torch.nn.Linear`` for each affine map,
-  ``torch.nn.LayerNorm(width, eps, elementwise_affine=False)`` for each
-  LayerNorm), available when ``import torch`` works.
+  ``torch.nn.LayerNorm(n_l, eps)`` for each LayerNorm, with the layer's gain
+  and bias if it has them), available when ``import torch`` works.
 
 Overflow or NaN in a forward pass makes the affected points wrong (a NaN or
 infinite score is not the net's value) and raises no warning, NumPy's or
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -99,35 +100,20 @@ def to_torch(net: LNNet[Any], dtype: str = "float64") -> torch.nn.Sequential:
     """``net`` as a ``torch.nn.Sequential`` of PyTorch's own modules, in ``dtype``.
 
     One ``torch.nn.Linear`` per affine map, each followed (except the readout) by
-    ``torch.nn.LayerNorm(net.width, eps=float(net.eps), elementwise_affine=False)``;
-    so ``2 * net.depth + 1`` modules.  The weights are the exact ones rounded to
-    ``dtype`` (``"float64"`` or ``"float32"``; through float64, exactly as the NumPy
-    backend rounds them), on the CPU; the global random state is left untouched.
-    The module maps a ``(m, input_dim)`` tensor to the ``(m, len(classes))`` scores.
+    ``torch.nn.LayerNorm(n_l, eps=float(net.eps))`` (``elementwise_affine`` only
+    when the layer has a gain or bias); so ``2 * net.depth + 1`` modules.  The
+    weights are the exact ones rounded to ``dtype`` (``"float64"`` or
+    ``"float32"``; through float64, exactly as the NumPy backend rounds them), on
+    the CPU; the global random state is left untouched.  The module maps a
+    ``(m, input_dim)`` tensor to the ``(m, len(classes))`` scores.  This is
+    :func:`lncapacity.interop.to_torch` restricted to the NumPy backends' dtypes.
     """
-    torch = _torch()
+    from .interop import to_torch as interop_to_torch
+
+    _torch()
     if dtype not in DTYPES:
         raise InputError(f"unknown dtype {dtype!r} (choose from {', '.join(DTYPES)})")
-    tdt = getattr(torch, dtype)
-    nn = torch.nn
-
-    def linear(a: Affine[Any]) -> torch.nn.Linear:
-        W, b = _array(a, np.float64)
-        lin = nn.Linear(W.shape[1], W.shape[0], dtype=tdt)  # its random start is overwritten
-        with torch.no_grad():
-            lin.weight.copy_(torch.from_numpy(W))
-            lin.bias.copy_(torch.from_numpy(b))
-        return lin
-
-    modules: list[torch.nn.Module] = []
-    # the Linear modules' random initialisation must not move the caller's random state
-    # (fork_rng restores it; nn.utils.skip_init would too, but costs 0.5 s on its first call)
-    with torch.random.fork_rng(devices=[]):
-        for layer in net.layers:
-            modules.append(linear(layer))
-            modules.append(nn.LayerNorm(net.width, eps=_float(net.eps), elementwise_affine=False))
-        modules.append(linear(net.readout))
-    return nn.Sequential(*modules).eval().requires_grad_(False)
+    return interop_to_torch(net, dtype)
 
 
 def forward(net: LNNet[Any], X: Any, backend: str = "float64") -> np.ndarray:
@@ -154,11 +140,16 @@ def forward(net: LNNet[Any], X: Any, backend: str = "float64") -> np.ndarray:
     with np.errstate(all="ignore"):  # overflow and NaN make points wrong; check() counts them
         h = h.astype(dt)
         eps = dt(_float(net.eps))
-        for layer in net.layers:
+        for i, layer in enumerate(net.layers):
             W, b = _array(layer, dt)
             y = h @ W.T + b
             y = y - y.mean(axis=1, keepdims=True)
             h = y / np.sqrt((y * y).mean(axis=1, keepdims=True) + eps)
+            norm = net.norm(i)
+            if norm.gain is not None:
+                h = h * np.array([float(g) for g in norm.gain], dtype=dt)
+            if norm.bias is not None:
+                h = h + np.array([float(c) for c in norm.bias], dtype=dt)
         R, r = _array(net.readout, dt)
         return h @ R.T + r
 
@@ -195,6 +186,9 @@ class FloatCheck:
     max_abs_score: float = math.nan
     """The largest finite ``|z[j]|`` over all points and classes (NaN if there is none): the scale
     against which ``min_margin`` is small or not."""
+    max_ulps: float = math.nan
+    """The worst disagreement of a float score with the exact one, in units in the last place
+    of the backend's dtype (see :func:`ulp_disagreement`); NaN when not computed."""
 
     @property
     def dtype(self) -> str:
@@ -221,9 +215,70 @@ class FloatCheck:
         )
 
 
-def check(net: LNNet[Any], points: PointSet, backend: str = "float64") -> FloatCheck:
-    """Run ``net`` on ``points`` with ``backend`` and compare with their labels."""
+def ulp_disagreement(
+    z: np.ndarray,
+    exact: tuple[np.ndarray, np.ndarray],
+    dtype: str,
+    refine: Callable[[list[int]], tuple[np.ndarray, np.ndarray]] | None = None,
+) -> float:
+    """The worst ``|z - t| / ulp`` over all scores: ``z`` float scores, ``t`` the exact ones.
+
+    ``exact = (lo, hi)`` encloses every ``t``; the distance counted is the
+    farthest end, ``max(|z - lo|, |z - hi|)``, so the result is an upper bound
+    (tight when the enclosure is).  ``ulp`` is ``np.spacing`` in ``dtype`` at the
+    point's largest score, ``max_j max(|z_j|, |lo_j|, |hi_j|)``: the resolution
+    at which the argmax is taken (a score near 0 has tiny ulps of its own, so
+    its rounding errors would look huge by them).  ``refine(rows)`` returns tighter enclosures for
+    some rows (points); rows are refined, worst first, until the worst row is
+    a refined one (at most 8 rounds of 32).  Infinite or NaN float scores give
+    ``inf``.
+    """
+    if z.size == 0:
+        return 0.0
+    lo, hi = exact[0].copy(), exact[1].copy()
+    zz = z.astype(np.float64)
+    if not np.all(np.isfinite(zz)):
+        return math.inf
+
+    def per_row() -> np.ndarray:
+        with np.errstate(all="ignore"):
+            mag = np.maximum(np.abs(zz), np.maximum(np.abs(lo), np.abs(hi))).max(axis=1)
+            ulp = np.spacing(np.minimum(mag, np.finfo(dtype).max).astype(dtype)).astype(np.float64)
+            ulp = ulp[:, None]
+            err = np.maximum(np.abs(zz - lo), np.abs(zz - hi)) / ulp
+        return np.where(np.isnan(err), np.inf, err).max(axis=1)
+
+    err = per_row()
+    if refine is not None:
+        done = np.zeros(len(err), dtype=bool)
+        for _ in range(8):
+            order = np.argsort(-np.where(done, -np.inf, err))
+            worst_left = err[order[0]] if not done[order[0]] else -np.inf
+            if worst_left <= err[done].max(initial=-np.inf):
+                break
+            rows = [int(i) for i in order[:32] if not done[i]]
+            lo[rows], hi[rows] = refine(rows)
+            done[rows] = True
+            err = per_row()
+    return float(err.max())
+
+
+def check(
+    net: LNNet[Any],
+    points: PointSet,
+    backend: str = "float64",
+    exact: tuple[np.ndarray, np.ndarray] | None = None,
+    refine: Callable[[list[int]], tuple[np.ndarray, np.ndarray]] | None = None,
+) -> FloatCheck:
+    """Run ``net`` on ``points`` with ``backend`` and compare with their labels.
+
+    With ``exact`` (bounds on the exact scores, as :attr:`Certificate.scores`
+    has them) also the worst disagreement in ulps (:func:`ulp_disagreement`).
+    """
     z = forward(net, points, backend).astype(np.float64)
+    ulps = math.nan
+    if exact is not None:
+        ulps = ulp_disagreement(z, exact, precision(backend), refine)
     with np.errstate(all="ignore"):  # inf - inf is NaN, which counts as wrong
         finite = np.abs(z[np.isfinite(z)])
         scale = float(finite.max()) if finite.size else math.nan
@@ -236,4 +291,4 @@ def check(net: LNNet[Any], points: PointSet, backend: str = "float64") -> FloatC
         # a NaN score decides nothing, and an overflowed (infinite) one is not the net's value
         margins = np.where(np.isnan(margins) | overflowed, -np.inf, margins)
     agree = int(np.sum(margins > 0))
-    return FloatCheck(backend, agree, len(target), float(margins.min(initial=np.inf)), scale)
+    return FloatCheck(backend, agree, len(target), float(margins.min(initial=np.inf)), scale, ulps)

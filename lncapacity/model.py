@@ -1,14 +1,26 @@
 """The LN-Net: affine maps alternating with LayerNorm, and nothing else.
 
-An LN-Net of width ``n`` with ``L`` LayerNorm layers computes (seed 000; note
-math.md section 1)::
+An LN-Net with ``L`` LayerNorm layers computes (seed 000; note math.md section 1)::
 
-    h_0 = x,   h_l = LN(W_l h_{l-1} + b_l)  (l = 1..L),   z = R h_L + r,
+    h_0 = x,   h_l = g_l * LN(W_l h_{l-1} + b_l) + beta_l  (l = 1..L),   z = R h_L + r,
 
 and predicts ``classes[argmax z]``.  ``LN(y) = (y - mean y) / sqrt(var y + eps)``
-with the biased (1/n) variance and no affine part (an affine part folds into the
-next map).  ``R`` has one row per class, so binary and multiclass nets share
-one shape.  With ``L = 0`` the readout acts on ``x`` directly.
+with the biased (1/n_l) variance, ``n_l`` the number of rows of ``W_l`` (the
+layer's width, any ``n_l >= 2``; widths may differ from layer to layer).  The
+elementwise gain ``g_l`` and bias ``beta_l`` (:class:`Norm`, as in
+``torch.nn.LayerNorm(elementwise_affine=True)``) are optional: the nets this
+package builds have none (width 3, ``g = 1``, ``beta = 0``), nets imported from
+PyTorch keep the ones they were trained with.  ``R`` has one row per class, so
+binary and multiclass nets share one shape.  With ``L = 0`` the readout acts on
+``x`` directly.
+
+A gain and bias always fold into the next affine map, exactly:
+``W (g * u + beta) + b = (W diag(g)) u + (W beta + b)`` is an identity of
+rational functions, and every ``h_l`` is followed by an affine map (the next
+layer's, or the readout).  :meth:`LNNet.folded` does that; the exact
+computations (the certificate) use it.  The unfolded form is kept in the net
+and its file because it is what PyTorch computes in floating point: exporting
+it gives back the very modules that were imported, bit for bit.
 
 Weights are exact rationals (:class:`flint.fmpq`) in every net this package
 builds, but the model is generic: :meth:`LNNet.map` converts every number (to
@@ -55,6 +67,36 @@ class Affine(Generic[T]):
         )
 
 
+@dataclass(frozen=True)
+class Norm(Generic[T]):
+    """The elementwise affine part of a LayerNorm: ``u -> gain * u + bias``.
+
+    ``None`` stands for the identity part (``gain = 1``, ``bias = 0``), as in
+    ``torch.nn.LayerNorm(n, elementwise_affine=False)`` or ``bias=False``.
+    """
+
+    gain: tuple[T, ...] | None = None
+    bias: tuple[T, ...] | None = None
+
+    def __call__(self, u: Sequence[T]) -> list[T]:
+        out = list(u)
+        if self.gain is not None:
+            out = [g * v for g, v in zip(self.gain, out, strict=True)]
+        if self.bias is not None:
+            out = [v + c for v, c in zip(out, self.bias, strict=True)]
+        return out
+
+    def map(self, f: Callable[[T], U]) -> Norm[U]:
+        return Norm(
+            None if self.gain is None else tuple(f(g) for g in self.gain),
+            None if self.bias is None else tuple(f(c) for c in self.bias),
+        )
+
+    @property
+    def is_identity(self) -> bool:
+        return self.gain is None and self.bias is None
+
+
 def _dot(row: Sequence[T], x: Sequence[T]) -> T:
     acc = row[0] * x[0]
     for w, xi in zip(row[1:], x[1:], strict=True):
@@ -74,26 +116,46 @@ def layer_norm(y: Sequence[T], eps: T, sqrt: Callable[[T], T]) -> list[T]:
 
 @dataclass(frozen=True)
 class LNNet(Generic[T]):
-    """A width-``width`` LN-Net with ``len(layers)`` LayerNorm layers (see module doc)."""
+    """An LN-Net with ``len(layers)`` LayerNorm layers (see module doc).
+
+    ``width`` is the common width of every layer, or ``None`` when the widths
+    differ (then each layer's width is its number of rows; see :attr:`widths`).
+    ``norms`` holds the elementwise affine part of each LayerNorm (one
+    :class:`Norm` per layer), or is empty when no LayerNorm has one.
+    """
 
     input_dim: int
-    width: int
+    width: int | None
     eps: T
     layers: tuple[Affine[T], ...]
     readout: Affine[T]
     classes: tuple[Label, ...]
     meta: Mapping[str, Any] = field(default_factory=dict)
+    norms: tuple[Norm[T], ...] = ()
 
     def __post_init__(self) -> None:
+        if self.norms and all(n.is_identity for n in self.norms):
+            object.__setattr__(self, "norms", ())  # one spelling of "no affine part"
         problems = list(self._shape_problems())
         if problems:
             raise InputError("malformed LN-Net: " + "; ".join(problems))
 
+    @property
+    def widths(self) -> tuple[int, ...]:
+        """The width ``n_l`` of each layer (its number of rows)."""
+        return tuple(len(layer.b) for layer in self.layers)
+
+    def norm(self, layer: int) -> Norm[T]:
+        """The affine part of LayerNorm ``layer`` (0-based); the identity if it has none."""
+        return self.norms[layer] if self.norms else Norm()
+
     def _shape_problems(self) -> Iterator[str]:
         if self.input_dim < 1:
             yield "input_dim must be >= 1"
-        if self.width < 2 and self.layers:
+        if self.width is not None and self.width < 2 and self.layers:
             yield "width must be >= 2 (LayerNorm of one feature is 0/0)"
+        if self.norms and len(self.norms) != len(self.layers):
+            yield f"norms must have one entry per layer ({len(self.layers)})"
         if not self.classes:
             yield "at least one class is needed"
         if len(set(self.classes)) != len(self.classes):
@@ -102,8 +164,16 @@ class LNNet(Generic[T]):
             yield "eps must be >= 0"
         fan_in = self.input_dim
         for i, layer in enumerate(self.layers, 1):
-            yield from _affine_problems(f"layer {i}", layer, self.width, fan_in)
-            fan_in = self.width
+            rows = self.width if self.width is not None else len(layer.W)
+            if rows < 2 and self.width is None:
+                yield f"layer {i}: width must be >= 2 (LayerNorm of one feature is 0/0)"
+            yield from _affine_problems(f"layer {i}", layer, rows, fan_in)
+            if len(self.norms) == len(self.layers):
+                for part in ("gain", "bias"):
+                    v = getattr(self.norms[i - 1], part)
+                    if v is not None and len(v) != rows:
+                        yield f"layer {i}: LayerNorm {part} must have {rows} entries"
+            fan_in = rows
         yield from _affine_problems("readout", self.readout, len(self.classes), fan_in)
 
     @property
@@ -121,14 +191,45 @@ class LNNet(Generic[T]):
             self.readout.map(f),
             self.classes,
             self.meta,
+            tuple(n.map(f) for n in self.norms),
         )
 
     def forward(self, x: Sequence[T], sqrt: Callable[[T], T]) -> list[T]:
         """The readout ``z`` for one point, in the weights' number type."""
         h = list(x)
-        for layer in self.layers:
+        for i, layer in enumerate(self.layers):
             h = layer_norm(layer(h), self.eps, sqrt)
+            if self.norms and not self.norms[i].is_identity:
+                h = self.norms[i](h)
         return self.readout(h)
+
+    def folded(self) -> LNNet[T]:
+        """The same function with every LayerNorm gain and bias folded into the next map.
+
+        ``W (g * u + beta) + b = (W diag(g)) u + (W beta + b)``: exact in the
+        weights' number type when it is exact (rationals), so the result computes
+        the same scores for every input.  Layer and net ``meta`` are kept.
+        """
+        if not self.norms:
+            return self
+        maps = [*self.layers, self.readout]
+        for i, norm in enumerate(self.norms):
+            nxt = maps[i + 1]
+            W, b = nxt.W, nxt.b
+            if norm.bias is not None:
+                b = tuple(bi + _dot(row, norm.bias) for row, bi in zip(W, b, strict=True))
+            if norm.gain is not None:
+                W = tuple(tuple(w * g for w, g in zip(row, norm.gain, strict=True)) for row in W)
+            maps[i + 1] = Affine(W, b, nxt.meta)
+        return LNNet(
+            self.input_dim,
+            self.width,
+            self.eps,
+            tuple(maps[:-1]),
+            maps[-1],
+            self.classes,
+            self.meta,
+        )
 
     def predict(self, X: Any, backend: str = "float64") -> np.ndarray:
         """Labels for the rows of ``X``.

@@ -1,0 +1,155 @@
+"""Rigorous interval arithmetic in NumPy float64: the fast path of the certificate.
+
+An interval is a pair of float64 arrays ``(lo, hi)`` with ``lo <= t <= hi`` for
+the true (real) value ``t`` of every entry.  Every operation computes its
+result in round-to-nearest and then steps one float outwards with
+``np.nextafter``.  That is rigorous (proofs/interval_rounding.md, with a
+check):
+
+* IEEE 754 ``+``, ``-``, ``*``, ``/`` and ``sqrt`` are *correctly rounded*:
+  the computed ``fl(t)`` is the float nearest to the exact result ``t``
+  (NumPy's float64 array operations are these IEEE operations: no FMA
+  contraction in element-wise ufuncs, no extended precision);
+* if ``fl(t) > t`` then no float lies strictly between ``t`` and ``fl(t)``
+  (it would be nearer), so the float before ``fl(t)`` is ``<= t``: hence
+  ``nextafter(fl(t), -inf) <= t`` always, and ``nextafter(fl(t), +inf) >= t``;
+* this holds with gradual underflow (subnormals are floats like any other)
+  and at overflow (``fl(t) = inf`` means ``t`` is at least the largest
+  float, which ``nextafter(inf, -inf)`` is); NaN (``0 * inf``, ``inf - inf``)
+  propagates through ``minimum``/``maximum`` and decides nothing.
+
+The one assumption is that the floating-point unit is in its default mode:
+round to nearest, subnormals kept.  :func:`default_float_mode` tests that at
+run time (flush-to-zero or another rounding direction fails it) and the
+certificate falls back to ``arb`` balls when it does not hold.
+
+Products of intervals take the minimum and maximum of the four rounded end
+products, then step outwards; a rounded end product is within the rounding
+argument above, and ``min``/``max``/``nextafter`` are monotone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+
+import numpy as np
+from flint import fmpq
+
+Interval = tuple[np.ndarray, np.ndarray]
+
+_NEG, _POS = -np.inf, np.inf
+
+
+def down(x: np.ndarray) -> np.ndarray:
+    """The float before ``x`` (``x`` computed in round-to-nearest): a lower bound of its value."""
+    return np.nextafter(x, _NEG)
+
+
+def up(x: np.ndarray) -> np.ndarray:
+    """The float after ``x``: an upper bound of the value ``x`` rounds."""
+    return np.nextafter(x, _POS)
+
+
+def default_float_mode() -> bool:
+    """Whether float64 rounds to nearest and keeps subnormals here (the module's assumption)."""
+    tiny = np.array([2.0**-1060])
+    if (tiny * 2.0**-10)[0] != 2.0**-1070:  # flush-to-zero would give 0
+        return False
+    third = np.array([1.0]) / np.array([3.0])
+    # round to nearest: 1/3 rounds down, 2/3 rounds up (a directed mode gets one of them wrong)
+    return bool(third[0] == 0x15555555555555 / 2**54 and (2 * third)[0] == 2.0 / 3.0)
+
+
+def enclose(values: Sequence[fmpq] | np.ndarray) -> Interval:
+    """The tightest float64 interval around each rational (a point when it is a float)."""
+    flat = list(np.asarray(values, dtype=object).ravel())
+    shape = np.shape(np.asarray(values, dtype=object))
+    lo = np.empty(len(flat))
+    hi = np.empty(len(flat))
+    for i, q in enumerate(flat):
+        lo[i], hi[i] = _enclose_one(q if isinstance(q, fmpq) else fmpq(q))
+    return lo.reshape(shape), hi.reshape(shape)
+
+
+def _as_fmpq(f: float) -> fmpq:
+    p, q = Fraction(f).as_integer_ratio()
+    return fmpq(p, q)
+
+
+def _enclose_one(q: fmpq) -> tuple[float, float]:
+    p, d = int(q.p), int(q.q)
+    try:
+        f = p / d  # Python's int / int is correctly rounded
+    except OverflowError:
+        return (-np.inf, np.inf) if p < 0 else (np.finfo(np.float64).max, np.inf)
+    if not np.isfinite(f):
+        return (-np.inf, np.inf)
+    exact = _as_fmpq(f)
+    if exact == q:
+        return f, f
+    lo, hi = (f, float(np.nextafter(f, _POS))) if exact < q else (float(np.nextafter(f, _NEG)), f)
+    return lo, hi
+
+
+def add(a: Interval, b: Interval) -> Interval:
+    return down(a[0] + b[0]), up(a[1] + b[1])
+
+
+def mul(a: Interval, b: Interval) -> Interval:
+    """``a * b`` (broadcasting), every end product rounded, then outwards."""
+    p1, p2, p3, p4 = a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1]
+    lo = np.minimum(np.minimum(p1, p2), np.minimum(p3, p4))
+    hi = np.maximum(np.maximum(p1, p2), np.maximum(p3, p4))
+    return down(lo), up(hi)
+
+
+def square(a: Interval) -> Interval:
+    """``a ** 2``, a subset of ``[0, inf]`` (tighter than ``mul(a, a)``)."""
+    lo2, hi2 = a[0] * a[0], a[1] * a[1]
+    straddles = (a[0] <= 0) & (a[1] >= 0)
+    lo = np.where(straddles, 0.0, np.maximum(down(np.minimum(lo2, hi2)), 0.0))
+    return lo, up(np.maximum(lo2, hi2))
+
+
+def sqrt(a: Interval) -> Interval:
+    """``sqrt(a)`` of an interval of non-negative numbers (its negative part is dropped)."""
+    return np.maximum(down(np.sqrt(np.maximum(a[0], 0.0))), 0.0), up(np.sqrt(a[1]))
+
+
+def div_positive(a: Interval, d: Interval) -> Interval:
+    """``a / d`` for ``d`` of positive numbers; NaN where ``d`` may not be positive."""
+    bad = ~(d[0] > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q1, q2, q3, q4 = a[0] / d[0], a[0] / d[1], a[1] / d[0], a[1] / d[1]
+    lo = np.minimum(np.minimum(q1, q2), np.minimum(q3, q4))
+    hi = np.maximum(np.maximum(q1, q2), np.maximum(q3, q4))
+    return np.where(bad, np.nan, down(lo)), np.where(bad, np.nan, up(hi))
+
+
+def scale(a: Interval, k: float) -> Interval:
+    """``a * k`` for a float ``k > 0`` (exact as written)."""
+    return down(a[0] * k), up(a[1] * k)
+
+
+def matvec(W: Interval, h: Interval) -> Interval:
+    """``h @ W.T`` for ``W`` ``(rows, cols)`` and ``h`` ``(m, cols)``: ``(m, rows)``.
+
+    Summed one column at a time (every addition rounded outwards), in the
+    order written: no BLAS, whose summation order and FMA use are unknown.
+    """
+    m, cols = h[0].shape
+    rows = W[0].shape[0]
+    acc: Interval = (np.zeros((m, rows)), np.zeros((m, rows)))
+    for j in range(cols):
+        term = mul((W[0][None, :, j], W[1][None, :, j]), (h[0][:, j : j + 1], h[1][:, j : j + 1]))
+        acc = term if j == 0 else add(acc, term)
+    return acc
+
+
+def total(a: Interval) -> Interval:
+    """Row sums of an ``(m, n)`` interval array: ``(m, 1)``, each addition outwards."""
+    lo, hi = a[0][:, :1], a[1][:, :1]
+    for j in range(1, a[0].shape[1]):
+        lo, hi = down(lo + a[0][:, j : j + 1]), up(hi + a[1][:, j : j + 1])
+    return lo, hi

@@ -1,0 +1,264 @@
+"""SSR and LSSR after every layer of an LN-Net, certified (``lncapacity trace``).
+
+The input is rational, so its SSR and LSSR are exact
+(:func:`~lncapacity.theory.separability.lssr`).  The outputs of a LayerNorm layer involve
+square roots; they are enclosed in python-flint ``arb`` balls (the same
+arithmetic as the certificate, :mod:`lncapacity.certify`), vectorised over the
+points, and the scatter matrices are formed in balls.  Then
+
+* SSR is a ball quotient ``tr S_w / tr S_t``, reported as ``[lo, hi]``;
+* LSSR is bounded by :func:`~lncapacity.theory.separability.pencil_bounds` on the
+  subspace where the layer's outputs live: every LayerNorm output is
+  orthogonal to ``1`` (exactly, whatever ``eps``), so the pencil is taken on a
+  rational basis of ``1^perp``; the readout ``z = R h + r`` sees the hidden
+  data only through ``range(R P)`` (``P`` the centring projection), a rational
+  basis of which is used there.
+
+A drop of LSSR from one layer to the next, certified (``hi`` after below ``lo``
+before), proves the layer is not affine (proofs/lssr.md): that is what
+"LayerNorm breaks LSSR" means.  Precision starts at 128 bits and doubles until
+every SSR interval is narrower than ``2^-30`` (the balls widen by a bit or
+two per layer, so deep nets start higher: ``128 + 2 L`` bits).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from flint import arb, ctx, fmpq, fmpq_mat
+
+from ..arith import precision
+from ..data import PointSet
+from ..errors import InputError
+from ..model import LNNet
+from .reals import CertifiedReal
+from .separability import (
+    EXACT_MAX_RANK,
+    _data,
+    pencil_bounds,
+    pencil_exact,
+    scatter_matrices,
+    ssr_of_scatter,
+)
+
+__all__ = ["LayerStats", "trace"]
+
+START_PRECISION, MAX_PRECISION = 128, 1 << 14
+STATS_PRECISION = 192
+"""Bits for a layer's scatter matrices (the forward chain may need many more)."""
+TIGHT = fmpq(1, 2**30)
+
+
+@dataclass(frozen=True)
+class LayerStats:
+    """SSR and LSSR of the points at one stage of a net (None: all points coincide)."""
+
+    name: str
+    """``"input"``, ``"LN 1"`` ... ``"LN L"``, ``"readout"``."""
+    dim: int
+    ssr: CertifiedReal | None
+    lssr: CertifiedReal | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "layer": self.name,
+            "dim": self.dim,
+            "ssr": None if self.ssr is None else self.ssr.to_json(),
+            "lssr": None if self.lssr is None else self.lssr.to_json(),
+            "exact": bool(self.ssr is not None and self.ssr.is_exact)
+            and bool(self.lssr is not None and self.lssr.is_exact),
+        }
+
+
+def trace(
+    net: LNNet[fmpq],
+    X: Any,
+    y: Any = None,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[LayerStats]:
+    """SSR and LSSR of the points before the first layer, after every LN layer, and of the scores.
+
+    ``X``: a :class:`~lncapacity.data.PointSet` (as loaded: identical rows with
+    the same label count once) or rows with labels ``y`` (every row counts, as
+    in :func:`~lncapacity.theory.ssr`); any labels, any number of classes, which
+    need not be the net's.  The input row is exact; the others are rigorous
+    bounds.
+    """
+    H, labels = _data(X, y)
+    d = H.shape[1]
+    if d != net.input_dim:
+        where = X.source if isinstance(X, PointSet) else "points"
+        raise InputError(f"{where}: points have {d} features, the net takes {net.input_dim}")
+    Sw, St = scatter_matrices(H, labels)
+    out = [LayerStats("input", d, ssr_of_scatter(Sw, St), pencil_exact(Sw, St, EXACT_MAX_RANK))]
+    if not net.layers:
+        R = np.array(net.readout.W, dtype=object)
+        out.append(_readout_exact(R, Sw, St))
+        return out
+    # the balls widen by about 1.5-3 bits per layer: start where a deep net will end up
+    prec = START_PRECISION + 2 * net.depth
+    chain = _scalar_steps(net)
+    while True:
+        with precision(prec):
+            if chain is not None:
+                stats, tight = _hidden_rank_one(net, chain, H, labels, progress)
+            else:
+                stats, tight = _hidden(net, H, labels, progress)
+        if tight:
+            return out + stats
+        if prec >= MAX_PRECISION:
+            if not stats:
+                raise InputError(
+                    f"a LayerNorm variance is not certified positive at {prec} bits "
+                    "(LayerNorm of a constant vector with eps = 0 is undefined)"
+                )
+            return out + stats
+        prec *= 2
+
+
+def _readout_exact(R: np.ndarray, Sw: np.ndarray, St: np.ndarray) -> LayerStats:
+    Sw_z, St_z = R.dot(Sw).dot(R.T), R.dot(St).dot(R.T)
+    return LayerStats("readout", R.shape[0], ssr_of_scatter(Sw_z, St_z), pencil_exact(Sw_z, St_z))
+
+
+def _centred_basis(n: int) -> list[list[fmpq]]:
+    """``e_i - e_n`` for ``i < n``: a rational basis of ``1^perp`` in ``R^n``."""
+    return [[fmpq(int(j == i)) - fmpq(int(j == n - 1)) for j in range(n)] for i in range(n - 1)]
+
+
+def _column_basis(A: np.ndarray) -> list[list[fmpq]]:
+    """Independent columns of the rational matrix ``A`` spanning its range (pivot columns)."""
+    rows, cols = A.shape
+    M = fmpq_mat(rows, cols, [fmpq(v) for v in A.flatten()])
+    R, rank = M.rref()
+    pivots = [next(j for j in range(cols) if R[i, j] != 0) for i in range(rank)]
+    return [[fmpq(A[i, j]) for i in range(rows)] for j in pivots]
+
+
+def _scalar_steps(net: LNNet[fmpq]) -> list[tuple[Any, ...]] | None:
+    """Per layer ``(row, A, centre, s0, g, k)`` when every ``W_l`` has rank one, else None.
+
+    With ``W_l = col row^T`` the layer sees the scalar ``s = row . h`` only; the
+    centred pre-activation is ``A s + B`` (``A = P col``, ``B = P b``) and, with
+    ``t = s - s0``, ``h = (A t + centre) / sqrt(g t^2 + k)`` (``s0``, ``g``, ``k``
+    by completing the square, as in :func:`lncapacity.certify.scalar_chain`).
+    Only ``t`` carries rounding error from layer to layer, so balls stay tight
+    where the generic matrix pass would lose bits to the dependency problem.
+    """
+    from ..certify import _rank_one
+
+    n, steps = net.width, []
+    for layer in net.layers:
+        f = _rank_one(layer.W)
+        if f is None:
+            return None
+        col, row = f
+        mc, mb = sum(col, fmpq(0)) / n, sum(layer.b, fmpq(0)) / n
+        A = [c - mc for c in col]
+        B = [v - mb for v in layer.b]
+        aa = sum((a * a for a in A), fmpq(0))
+        ab = sum((a * v for a, v in zip(A, B, strict=True)), fmpq(0))
+        s0, g = (fmpq(0), fmpq(0)) if aa == 0 else (-ab / aa, aa / n)
+        centre = [a * s0 + v for a, v in zip(A, B, strict=True)]
+        k = sum((v * v for v in centre), fmpq(0)) / n + net.eps
+        if k == 0:
+            return None
+        steps.append((row, A, centre, s0, g, k))
+    return steps
+
+
+def _hidden_rank_one(
+    net: LNNet[fmpq],
+    steps: list[tuple[Any, ...]],
+    X: np.ndarray,
+    labels: list[Any],
+    progress: Callable[[int, int], None] | None,
+) -> tuple[list[LayerStats], bool]:
+    """The layers as ``h = M u`` with ``u = (t, 1) / sqrt(g t^2 + k)`` and ``M = [A centre]``.
+
+    Only the chain ``t -> t'`` carries error forward, so it runs at the working
+    precision; each layer's statistics are formed from its balls at
+    :data:`STATS_PRECISION` bits (their error is not propagated), which is
+    about three times cheaper per operation on deep nets.
+    """
+    n = net.width
+    stats: list[LayerStats] = []
+    tight = True
+    row = steps[0][0]
+    s = np.array([arb(sum((w * v for w, v in zip(row, x, strict=True)), fmpq(0))) for x in X])
+    Sw = St = None
+    for li, (_, A, centre, s0, g, k) in enumerate(steps, 1):
+        t = s - arb(s0)
+        root = np.array([v.sqrt() for v in (arb(g) * t * t + arb(k))], dtype=object)
+        if li < len(steps):  # the next layer's scalar, at the working precision
+            nxt = steps[li][0]
+            alpha = arb(sum((r * a for r, a in zip(nxt, A, strict=True)), fmpq(0)))
+            beta = arb(sum((r * c for r, c in zip(nxt, centre, strict=True)), fmpq(0)))
+            s_next = (alpha * t + beta) / root
+        with precision(min(STATS_PRECISION, ctx.prec)):
+            U = np.stack([t / root, 1 / root], axis=1)
+            Sw_u, St_u = scatter_matrices(U, labels)
+            M = np.array([[A[i], centre[i]] for i in range(n)], dtype=object)
+            Mb = np.vectorize(arb, otypes=[object])(M)
+            Sw, St = Mb.dot(Sw_u).dot(Mb.T), Mb.dot(St_u).dot(Mb.T)
+            ssr_l = ssr_of_scatter(Sw, St)
+            lssr_l = pencil_bounds(Sw, St, _column_basis(M))
+        tight = tight and (ssr_l is None or ssr_l.hi - ssr_l.lo < TIGHT)
+        stats.append(LayerStats(f"LN {li}", n, ssr_l, lssr_l))
+        if li < len(steps):
+            s = s_next
+        if progress:
+            progress(li, net.depth + 1)
+    return [*stats, _readout(net, Sw, St)], tight
+
+
+def _readout(net: LNNet[fmpq], Sw: np.ndarray, St: np.ndarray) -> LayerStats:
+    """The scores ``z = R h + r``: scatter ``R S R^T``, pencil on ``range(R P)``."""
+    n = net.width
+    R = np.array(net.readout.W, dtype=object)
+    P = np.array(
+        [[fmpq(int(i == j)) - fmpq(1, n) for j in range(n)] for i in range(n)], dtype=object
+    )
+    Rb = np.vectorize(arb, otypes=[object])(R)
+    Sw_z, St_z = Rb.dot(Sw).dot(Rb.T), Rb.dot(St).dot(Rb.T)
+    zbasis = _column_basis(R.dot(P))
+    lz = pencil_bounds(Sw_z, St_z, zbasis) if zbasis else None
+    return LayerStats("readout", R.shape[0], ssr_of_scatter(Sw_z, St_z), lz)
+
+
+def _hidden(
+    net: LNNet[fmpq],
+    X: np.ndarray,
+    labels: list[Any],
+    progress: Callable[[int, int], None] | None,
+) -> tuple[list[LayerStats], bool]:
+    n = net.width
+    eps = arb(net.eps)
+    basis = _centred_basis(n)
+    H = np.vectorize(arb, otypes=[object])(X)
+    stats: list[LayerStats] = []
+    tight = True
+    for li, layer in enumerate(net.layers, 1):
+        W = np.array([[arb(w) for w in row] for row in layer.W], dtype=object)
+        b = np.array([arb(v) for v in layer.b], dtype=object)
+        Y = H.dot(W.T) + b
+        C = Y - (Y.sum(axis=1) / n).reshape(-1, 1)
+        var = (C * C).sum(axis=1) / n + eps
+        if not all(v > 0 for v in var):
+            return [], False  # too few bits (or LN of a constant vector): more precision
+        root = np.array([v.sqrt() for v in var], dtype=object)
+        H = C / root.reshape(-1, 1)
+        Sw, St = scatter_matrices(H, labels)
+        s = ssr_of_scatter(Sw, St)
+        tight = tight and (s is None or s.hi - s.lo < TIGHT)
+        stats.append(LayerStats(f"LN {li}", n, s, pencil_bounds(Sw, St, basis)))
+        if progress:
+            progress(li, net.depth + 1)
+    stats.append(_readout(net, Sw, St))
+    if progress:
+        progress(net.depth + 1, net.depth + 1)
+    return stats, tight

@@ -1,0 +1,146 @@
+"""Executable check of proofs/interval_rounding.md: every operation encloses the exact result."""
+
+import random
+from fractions import Fraction
+
+import numpy as np
+from flint import fmpq
+
+from lncapacity import interval as iv
+
+MAX = float(np.finfo(np.float64).max)
+TINY = 2.0**-1074
+
+
+def q(f: float) -> Fraction:
+    return Fraction(f)
+
+
+def nearest(t: Fraction) -> float:
+    """fl(t): Python's int / int is correctly rounded (inf beyond the range)."""
+    try:
+        return t.numerator / t.denominator
+    except OverflowError:
+        return float("inf") if t > 0 else float("-inf")
+
+
+def random_float(rng: random.Random) -> float:
+    kind = rng.random()
+    if kind < 0.15:
+        return rng.choice([0.0, -0.0, TINY, -TINY, MAX, -MAX, 1.0, -1.0])
+    if kind < 0.3:  # subnormal
+        return rng.choice([-1, 1]) * rng.randint(1, 2**52) * TINY
+    exp = rng.choice([rng.randint(-1074, 1023), rng.randint(-30, 30), rng.randint(990, 1023)])
+    return float(np.ldexp(rng.uniform(-1, 1), exp))
+
+
+def test_the_lemma_one_step_outwards():
+    rng = random.Random(1)
+    for _ in range(20000):
+        a, b = random_float(rng), random_float(rng)
+        t = q(a) * q(b) if rng.random() < 0.5 else q(a) + q(b)
+        f = nearest(t)
+        with np.errstate(over="ignore"):
+            lo, hi = float(np.nextafter(f, -np.inf)), float(np.nextafter(f, np.inf))
+        assert lo == -np.inf or q(lo) <= t
+        assert hi == np.inf or t <= q(hi)
+
+
+def test_without_the_step_the_enclosure_fails():
+    # fl(1/3) < 1/3: the rounded value alone is no upper bound, so the step is needed
+    assert q(1.0 / 3.0) < Fraction(1, 3)
+    lo, hi = iv.scale((np.array([1.0]), np.array([1.0])), 1 / 3)
+    assert q(lo[0]) < Fraction(1, 3) * q(1 / 3) * 3 <= q(hi[0])
+
+
+def enclosing(rng: random.Random, n: int):
+    """Random float intervals and an exact rational point of each."""
+    lo, hi, pts = np.empty(n), np.empty(n), []
+    for i in range(n):
+        a, b = sorted((random_float(rng), random_float(rng)))
+        if rng.random() < 0.3:
+            b = a
+        lo[i], hi[i] = a, b
+        w = Fraction(rng.randint(0, 1000), 1000)
+        pts.append(q(a) + w * (q(b) - q(a)))
+    return (lo, hi), pts
+
+
+def inside(x: Fraction, lo: float, hi: float) -> bool:
+    return (lo == -np.inf or q(lo) <= x) and (hi == np.inf or x <= q(hi))
+
+
+def test_add_mul_square_enclose():
+    rng = random.Random(2)
+    for _ in range(20):
+        a, s = enclosing(rng, 500)
+        b, t = enclosing(rng, 500)
+        with np.errstate(all="ignore"):
+            add, mul, sq = iv.add(a, b), iv.mul(a, b), iv.square(a)
+        for i in range(500):
+            assert inside(s[i] + t[i], add[0][i], add[1][i])
+            if not np.isnan(mul[0][i]):
+                assert inside(s[i] * t[i], mul[0][i], mul[1][i])
+            else:  # only 0 * inf makes NaN
+                assert np.isinf([a[0][i], a[1][i], b[0][i], b[1][i]]).any()
+            assert inside(s[i] * s[i], sq[0][i], sq[1][i]) and sq[0][i] >= 0
+
+
+def test_sqrt_and_division_enclose():
+    rng = random.Random(3)
+    for _ in range(20):
+        a, s = enclosing(rng, 500)
+        d, t = enclosing(rng, 500)
+        d = (np.abs(d[0]), np.abs(d[1]))
+        d = (np.minimum(d[0], d[1]), np.maximum(d[0], d[1]))
+        t = [q(d[0][i]) + (q(d[1][i]) - q(d[0][i])) / 3 for i in range(500)]
+        with np.errstate(all="ignore"):
+            r = iv.sqrt(d)
+            quo = iv.div_positive(a, d)
+        for i in range(500):
+            lo, hi = r[0][i], r[1][i]
+            # sqrt(t) in [lo, hi]  <=>  lo^2 <= t <= hi^2 (both ends >= 0)
+            assert lo >= 0 and q(lo) ** 2 <= t[i]
+            assert hi == np.inf or t[i] <= q(hi) ** 2
+            if d[0][i] > 0 and not np.isnan(quo[0][i]):
+                assert inside(s[i] / t[i], quo[0][i], quo[1][i])
+            if not d[0][i] > 0:
+                assert np.isnan(quo[0][i])
+
+
+def test_matvec_and_total_enclose():
+    rng = random.Random(4)
+    for _ in range(30):
+        m, rows, cols = 7, rng.randint(1, 5), rng.randint(1, 6)
+        W = [
+            [fmpq(rng.randint(-(10**6), 10**6), rng.randint(1, 10**4)) for _ in range(cols)]
+            for _ in range(rows)
+        ]
+        X = [
+            [fmpq(rng.randint(-(10**6), 10**6), rng.randint(1, 10**4)) for _ in range(cols)]
+            for _ in range(m)
+        ]
+        Wi = iv.enclose(np.array(W, dtype=object))
+        Xi = iv.enclose(np.array(X, dtype=object))
+        out = iv.matvec(Wi, Xi)
+        tot = iv.total(Xi)
+        for k in range(m):
+            for i in range(rows):
+                exact = sum((W[i][j] * X[k][j] for j in range(cols)), fmpq(0))
+                assert fmpq(*q(out[0][k, i]).as_integer_ratio()) <= exact
+                assert exact <= fmpq(*q(out[1][k, i]).as_integer_ratio())
+            s = sum(X[k], fmpq(0))
+            assert fmpq(*q(tot[0][k, 0]).as_integer_ratio()) <= s
+            assert s <= fmpq(*q(tot[1][k, 0]).as_integer_ratio())
+
+
+def test_enclose_is_tight_and_exact_for_floats():
+    lo, hi = iv.enclose([fmpq(1, 3), fmpq(3, 4), fmpq(10**400), fmpq(-(10**400)), fmpq(1, 10**400)])
+    assert q(lo[0]) < Fraction(1, 3) < q(hi[0]) and np.nextafter(lo[0], 1) == hi[0]
+    assert lo[1] == hi[1] == 0.75
+    assert lo[2] == MAX and hi[2] == np.inf and lo[3] == -np.inf
+    assert lo[4] == 0 and hi[4] == TINY
+
+
+def test_this_machine_rounds_to_nearest_with_subnormals():
+    assert iv.default_float_mode()

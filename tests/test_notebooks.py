@@ -1,0 +1,48 @@
+"""The teaching notebooks run from top to bottom, self-checks included.
+
+Each ``notebooks/*.py`` (jupytext percent format, the reviewed source) is turned
+into a notebook in memory and executed by nbclient with a kernel whose working
+folder is the repository root (so it imports this checkout's package); a cell
+that raises, including a failed self-check assertion, fails the test.  The
+``.ipynb`` files are never committed (notebooks/README.md).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+jupytext = pytest.importorskip("jupytext")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("matplotlib")
+pytest.importorskip("networkx")
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
+TIMEOUT = 240
+"""Seconds per cell; the notebooks together take well under a minute on one core."""
+
+
+def test_there_are_notebooks() -> None:
+    assert len(NOTEBOOKS) >= 3
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs(path: Path) -> None:
+    nb = jupytext.read(path)
+    client = nbclient.NotebookClient(
+        nb,
+        timeout=TIMEOUT,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(ROOT)}},
+    )
+    start = time.perf_counter()
+    client.execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    last = nb.cells[-1]
+    text = "".join(o.get("text", "") for o in last.get("outputs", []))
+    assert "all self-checks passed" in text
+    assert time.perf_counter() - start < 300
