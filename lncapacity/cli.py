@@ -99,8 +99,9 @@ def _parser() -> argparse.ArgumentParser:
         "--method",
         default=DEFAULT_METHOD,
         choices=list(METHODS),
-        help="construction: runs (one label run fewer per layer, float-faithful; default) "
-        "or pma (the paper's algorithm)",
+        help="construction: runs (one label run fewer per layer, float-faithful; default), "
+        "pma (the paper's algorithm) or circle (whole circle maps per layer, far shallower; "
+        "two classes)",
     )
     c.add_argument("--seed", type=int, default=0, help="seed for the choice of projection")
     c.add_argument(

@@ -21,6 +21,7 @@ from ..data import PointSet, points_from_arrays
 from ..errors import InputError
 from ..fileformat import read_vector
 from ..model import Affine, Label, LNNet
+from .circle import build_circle, runs_fallback  # method "circle" (issue 18)
 from .fold import Chain, FoldStep, fold_layer, reversal
 from .multiclass import envelope, merge_runs_k, pma_k
 from .pma import Progress, order_groups, pma, power_of_two_near
@@ -31,6 +32,7 @@ WIDTH = 3
 METHODS: dict[str, Callable[[Chain, Sequence[int], Progress | None], None]] = {
     "runs": merge_runs,
     "pma": pma,
+    "circle": runs_fallback,  # used only when build_circle gives way to runs
 }
 K_METHODS: dict[str, Callable[[Chain, Sequence[int], Progress | None], None]] = {
     "runs": merge_runs_k,
@@ -91,6 +93,11 @@ def build(
     present = sorted(set(points.y), key=cls.index)
     k = len(present)
     yk = [present.index(label) for label in points.y]
+    if method == "circle":  # whole circle maps per layer: its own entry point (circle.py)
+        net = build_circle(points, yk, present, cls, eps_q, depth, seed, progress, meta)
+        if net is not None:
+            return net
+        method = "runs"  # build_circle noted why in meta["fallback"]
     X, scale, offset = _normalise(points.X)
     w, t = project(X, yk, seed=seed)
     # t = w . (x - offset) / scale = read . x - shift
