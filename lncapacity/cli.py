@@ -9,7 +9,9 @@ Output files are written atomically and only after every check has passed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import io
 import json
 import math
 import os
@@ -109,6 +111,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --method pma: fold at the true midpoints (algebraic weights, merged values "
         "equal; the net is written as lnnet/1.1 with requires algebraic)",
+    )
+    c.add_argument(
+        "--explain",
+        action="store_true",
+        help="then the net layer by layer, as `lncapacity explain` prints it (with --json: an "
+        "'explain' key); certifies once more for it",
     )
     output(c, certificate=True)
 
@@ -336,7 +344,19 @@ def cmd_certify(args: argparse.Namespace) -> int:
             exact=args.exact,
         ),
     )
-    return _check_and_report(args, net, points, {"build": t_build}, out=args.out)
+    if not args.explain:
+        return _check_and_report(args, net, points, {"build": t_build}, out=args.out)
+    from .explain import explain
+
+    # _check_and_report prints the summary; the account follows it (text), or joins it (JSON)
+    with contextlib.redirect_stdout(io.StringIO()) as report:
+        code = _check_and_report(args, net, points, {"build": t_build}, out=args.out)
+    account = explain(net, points)
+    if args.json:
+        print(json.dumps(json.loads(report.getvalue()) | {"explain": account}, indent=1))
+    else:
+        print(report.getvalue() + "\n".join(_explain_lines(account, points)))
+    return code
 
 
 def _float_backends(option: str | None) -> tuple[str, ...]:
@@ -584,6 +604,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(account, indent=1))
         return EXIT_OK
+    print("\n".join(_explain_lines(account, points)))
+    return EXIT_OK if account["certificate"]["all_certified"] else EXIT_BAD
+
+
+def _explain_lines(account: dict[str, Any], points: PointSet) -> list[str]:
+    """The text of ``lncapacity explain`` (and of ``certify --explain``)."""
     n, c = account["net"], account["certificate"]
     first = account["input"]
     lines = [
@@ -606,8 +632,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         + (f", min certified margin {margin:.4g}" if margin is not None else "")
         + f" ({c['precision_bits']} bits)"
     )
-    print("\n".join(lines))
-    return EXIT_OK if c["all_certified"] else EXIT_BAD
+    return lines
 
 
 COMMANDS = {

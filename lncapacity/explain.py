@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -82,6 +83,7 @@ __all__ = [
     "layer_curve",
     "merge_history",
     "merges_at",
+    "present_classes",
     "reads",
 ]
 
@@ -91,7 +93,8 @@ MERGE_RTOL = 1e-9
 KINDS = {
     "pma": "the paper's fold: the smallest value meets its nearest same-label value",
     "pma-reverse": "an injective fold (order reversed) inside the paper's algorithm",
-    "runs": "one label run fewer: the run at one end is folded onto the third from that end",
+    "runs": "one label run fewer: an end run is folded onto a later run of its label "
+    "(with two classes, the third from that end)",
     "pad": "padding: an injective fold (order reversed), nothing merges",
     "constant": "one class only: a constant layer",
     "fold": "a plain fold",
@@ -538,8 +541,12 @@ def _show(v: Any) -> str:
     return _show(str(v)) if not isinstance(v, (int, float)) else f"{v:g}"
 
 
-def _describe_kind(kind: str | None, meta: Mapping[str, Any]) -> str:
-    """The kind in words; an unknown kind is named, with its parameters."""
+def _describe_kind(kind: str | None, meta: Mapping[str, Any], why: str | None = None) -> str:
+    """The kind in words; an unknown kind is named, with its parameters.
+
+    ``why``: the layer's ``meta.why`` with class names for the construction's label
+    numbers (:func:`_why`), if already worked out.
+    """
     if kind is None:
         return "a layer without construction notes"
     if kind in KINDS:
@@ -547,9 +554,34 @@ def _describe_kind(kind: str | None, meta: Mapping[str, Any]) -> str:
     else:
         params = [f"{k} {_show(v)}" for k, v in meta.items() if k not in ("kind", "why")]
         words = f"a layer of kind {kind!r}" + (f" ({', '.join(params)})" if params else "")
-    if meta.get("why"):
-        words += f" (why: {meta['why']})"
+    if why or meta.get("why"):
+        words += f" (why: {why or meta['why']})"
     return words
+
+
+def present_classes(net: LNNet[fmpq]) -> list[Any] | None:
+    """The classes the construction numbered ``0..k-1``, for an ``envelope`` readout, else None.
+
+    The multiclass construction numbers the classes present in its data, in the
+    order of ``net.classes``, and gives every other class a zero readout row
+    (lncapacity/construct/build.py): the classes with a non-zero row, in order.
+    """
+    if net.readout.meta.get("kind") != "envelope":
+        return None
+    return [c for c, row in zip(net.classes, net.readout.W, strict=True) if any(row)]
+
+
+def _why(meta: Mapping[str, Any], present: Sequence[Any] | None) -> str | None:
+    """``meta.why`` with "label 1" (the construction's number) as the class it numbers."""
+    why = meta.get("why")
+    if not isinstance(why, str) or not present:
+        return None if why is None else str(why)
+
+    def name(m: re.Match[str]) -> str:
+        i = int(m.group(1))
+        return f"label {present[i]}" if i < len(present) else m.group(0)
+
+    return re.sub(r"\blabel (\d+)\b", name, why)
 
 
 def explain(
@@ -566,8 +598,12 @@ def explain(
     ``kind``, the metadata verbatim, the exact ``centre``, ``fold_point`` and
     ``offset_squared`` read from the weights, ``folded`` (which end, and how many
     values lie on that side), runs before and after, which runs joined, merged
-    values, smallest label gaps before and after, and ``words``), ``readout``
-    (class intervals or arcs) and ``certificate`` (certified count, the certified
+    values, smallest label gaps before and after, ``why`` (a warp's reason, with
+    class names for the construction's label numbers: :func:`present_classes`) and
+    ``words``), ``readout`` (with a rank-one readout: ``lines``, each class's slope
+    and intercept in the last value, ``thresholds`` where the upper envelope
+    changes class, exact, and ``class_order`` along the line; ``intervals``, and
+    ``arcs`` of the circle) and ``certificate`` (certified count, the certified
     minimum margin and precision, from :func:`lncapacity.certify.certify`).
     """
     refuse_radicals(net, "explain")
@@ -613,11 +649,14 @@ def explain(
             "computed_in": "arb balls" if col["exact"] else "float64",
         }
 
+    present = present_classes(net)
     layers = []
     for i, layer in enumerate(net.layers, 1):
         meta = dict(layer.meta)
         kind = meta.get("kind")
         entry: dict[str, Any] = {"layer": i, "kind": kind, "meta": meta}
+        if "why" in meta:
+            entry["why"] = _why(meta, present)
         a, nxt = rd[i - 1], rd[i]
         if a is not None and nxt is not None:
             s0, g, k, a1, a2 = _layer_constants(net, layer.b, a.col, nxt.row)
@@ -669,6 +708,14 @@ def explain(
 
     readout: dict[str, Any] = {"kind": net.readout.meta.get("kind"), "meta": dict(net.readout.meta)}
     intervals = class_intervals(net)
+    if intervals is not None and (last := rd[-1]) is not None:
+        # z_c = slope_c s + intercept_c in the last value s (the column the readout reads)
+        readout["lines"] = [
+            {"class": c, "slope": format_rational(a), "intercept": format_rational(b)}
+            for c, a, b in zip(names, last.col, net.readout.b, strict=True)
+        ]
+        readout["thresholds"] = [format_rational(hi) for _, hi, _ in intervals[:-1]]
+        readout["class_order"] = [names[c] for _, _, c in intervals]
     if intervals is not None:
         readout["intervals"] = [
             {
@@ -720,7 +767,7 @@ def _g(x: Any) -> str:
 
 
 def _layer_words(e: Mapping[str, Any], names: Sequence[Any]) -> str:
-    parts = [f"layer {e['layer']}: {_describe_kind(e['kind'], e['meta'])}."]
+    parts = [f"layer {e['layer']}: {_describe_kind(e['kind'], e['meta'], e.get('why'))}."]
     if e.get("centre") is not None:
         c = float(parse_rational(e["centre"]))
         off = e.get("offset_squared")
@@ -764,7 +811,16 @@ def _readout_words(r: Mapping[str, Any], net: LNNet[fmpq]) -> str:
             lo = "-inf" if iv["from"] is None else f"{float(parse_rational(iv['from'])):.6g}"
             hi = "+inf" if iv["to"] is None else f"{float(parse_rational(iv['to'])):.6g}"
             pieces.append(f"{iv['class']} on ({lo}, {hi})")
-        return "readout: the last value decides: " + ", ".join(pieces) + "."
+        head = "readout: the last value decides: "
+        if r.get("kind") == "envelope" and "lines" in r:
+            slope = {ln["class"]: ln["slope"] for ln in r["lines"]}
+            slopes = ", ".join(f"{slope[iv['class']]} ({iv['class']})" for iv in r["intervals"])
+            taus = ", ".join(f"{float(parse_rational(t)):.6g}" for t in r["thresholds"])
+            head = (
+                f"readout: an upper envelope of {len(r['lines'])} lines in the last value, "
+                f"slopes {slopes}, meeting at the thresholds {taus}: "
+            )
+        return head + ", ".join(pieces) + "."
     if "arcs" in r:
         return (
             f"readout: {len(r['arcs'])} arcs of the circle, "

@@ -257,3 +257,67 @@ def test_every_labeling_of_six_points_reads_back_as_the_proofs_say() -> None:
                     assert rel[1] < rel[0]
                     assert after <= before
             assert account["layers"][-1]["after"]["runs"] == 2, (code, method)
+
+
+ABCA = ([[0], [1], [3], [4]], ["A", "B", "C", "A"])
+"""The trap of proofs/multiclass.md: B and C are mirror images about 2, between the A's."""
+
+
+@pytest.mark.parametrize("classes", [None, ("D", "A", "B", "C")])
+def test_multiclass_warps_and_envelopes_read_back(classes) -> None:
+    X, y = ABCA
+    for method in ("pma", "runs"):
+        net = lncapacity.build(X, y, method=method, classes=classes)
+        account = explain(net, X, y)
+        kinds = [e["kind"] for e in account["layers"]]
+        r = account["readout"]
+        assert r["kind"] == "envelope"
+        # the thresholds the envelope changes class at are the construction's, exactly
+        present = [c for c in r["class_order"] if c != "D"]
+        assert r["thresholds"][-2:] == net.readout.meta["thresholds"]
+        assert present == ["A", "C", "B"]  # A B C A: the A's join, then C lies nearer B's end
+        slope = {ln["class"]: parse_rational(ln["slope"]) for ln in r["lines"]}
+        assert [slope[c] for c in present] == [1, 2, 3]  # slopes 1..k along the line
+        assert slope.get("D", 0) == 0  # a class with no point: the zero row
+        assert "upper envelope of" in r["words"] and "1 (A), 2 (C), 3 (B)" in r["words"]
+        if method == "pma":
+            assert kinds == ["warp", "pma"]
+            warp = account["layers"][0]
+            assert warp["meta"]["why"].startswith("a value of label 1 and one of label 2")
+            # the construction numbers the classes present; explain names them
+            assert warp["why"].startswith("a value of label B and one of label C")
+            assert "label B and one of label C" in warp["words"]
+            assert warp["folded"]["end"] == "none" and warp["after"]["runs"] == 4
+        else:
+            assert kinds == ["runs"]
+            assert account["layers"][0]["joined_runs"] == [{"label": "A", "runs_before": [1, 4]}]
+            assert "a later run of its label" in account["layers"][0]["words"]
+        assert account["certificate"]["all_certified"]
+        json.dumps(account)
+
+
+def test_cli_certify_explain(tmp_path) -> None:
+    data = tmp_path / "abca.csv"
+    data.write_text("x,label\n0,A\n1,B\n3,C\n4,A\n")
+    opts = ("--method", "pma", "--float", "float64", "--quiet")
+    text = run("certify", data, *opts, "--explain")
+    js = run("certify", data, *opts, "--explain", "--json")
+    plain = run("certify", data, *opts, "--json")
+    assert text.returncode == js.returncode == plain.returncode == 0, text.stderr + js.stderr
+    lines = text.stdout.splitlines()
+    assert lines[2].startswith("certified: 4/4 points")  # the certify summary first
+    assert any(ln.startswith("layer 1: an injective warp") and "label B" in ln for ln in lines)
+    assert any(ln.startswith("readout: an upper envelope of 3 lines") for ln in lines)
+    summary, without = json.loads(js.stdout), json.loads(plain.stdout)
+    account = summary.pop("explain")
+    summary["seconds"] = without["seconds"] = None
+    assert summary == without  # --explain only adds its key
+    assert [e["kind"] for e in account["layers"]] == ["warp", "pma"]
+    assert account["readout"]["thresholds"] == ["7/2", "15/4"]
+    assert account["certificate"]["certified"] == 4
+    # the explain command on the saved net prints the same account
+    net = tmp_path / "net.json"
+    assert run("certify", data, *opts, "--out", net).returncode == 0
+    again = run("explain", net, data, "--quiet")
+    assert again.returncode == 0
+    assert again.stdout.splitlines()[1:] == lines[-len(again.stdout.splitlines()) + 1 :]
