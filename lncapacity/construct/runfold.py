@@ -63,18 +63,20 @@ class Unresolvable(ConstructionError):
 
 def merge_runs(chain: Chain, y: Sequence[int], progress: Progress | None = None) -> None:
     """Append layers to ``chain`` until at most two label runs remain, one run fewer each."""
+    labels = np.asarray(y)
     while True:
-        rs = certified_runs(chain, y)
+        rs = _runs(chain, y, labels)
         if rs is None:  # distinct, but closer than MAX_PRECISION bits can tell
             raise Unresolvable("the projected values are not separated")
+        count = len(rs[1])
         if progress:
-            progress(len(chain.steps), len(chain.steps) + max(0, len(rs) - 2))
-        if len(rs) <= 2:
+            progress(len(chain.steps), len(chain.steps) + max(0, count - 2))
+        if count <= 2:
             return
         for step in _candidates(chain, rs):
             chain.push(step)
-            after = certified_runs(chain, y)
-            if after is not None and len(after) == len(rs) - 1:
+            after = _runs(chain, y, labels)
+            if after is not None and len(after[1]) == count - 1:
                 break
             chain.pop()
         else:
@@ -84,37 +86,90 @@ def merge_runs(chain: Chain, y: Sequence[int], progress: Progress | None = None)
             )
 
 
-def certified_runs(chain: Chain, y: Sequence[int]) -> list[list[int]] | None:
+Runs = tuple[np.ndarray, np.ndarray]
+"""``(order, starts)``: the points sorted by value, and where each label run starts."""
+
+
+def _runs(chain: Chain, y: Sequence[int], labels: np.ndarray) -> Runs | None:
+    """:func:`interval_runs`, else :func:`certified_runs` in balls; None if undecided."""
+    rs = interval_runs(chain, labels)
+    if rs is not None:
+        return rs
+    slow = certified_runs(chain, y, labels)
+    if slow is None:
+        return None
+    return np.concatenate(slow), np.cumsum([0] + [len(r) for r in slow[:-1]])
+
+
+def interval_runs(chain: Chain, labels: np.ndarray) -> Runs | None:
+    """The label runs from the chain's float64 intervals, each certainly below the next.
+
+    Sorted by interval midpoints; a run's top is the largest upper end of its
+    intervals, its bottom the smallest lower end.  The intervals enclose the
+    exact values (:func:`~lncapacity.interval.scalar_range`), so when
+    every top is below the next bottom (a float comparison of rigorous bounds,
+    decided exactly) the runs are certain.  None when they do not decide.
+    """
+    lo, hi = chain.intervals
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+        return None
+    order = np.argsort(lo / 2 + hi / 2, kind="stable")
+    lab = labels[order]
+    starts = np.r_[0, np.nonzero(lab[1:] != lab[:-1])[0] + 1]
+    tops = np.maximum.reduceat(hi[order], starts)
+    bottoms = np.minimum.reduceat(lo[order], starts)
+    if not (tops[:-1] < bottoms[1:]).all():
+        return None
+    return order, starts
+
+
+def certified_runs(
+    chain: Chain, y: Sequence[int], labels: np.ndarray | None = None
+) -> Runs | None:
     """The label runs of the chain's values, each certainly below the next; None if unsure.
 
-    Sorted by ball midpoints; the precision is raised (to :data:`MAX_PRECISION`)
-    while two neighbouring runs overlap.  Within a run the order is irrelevant.
+    First from the float64 intervals (:func:`interval_runs`); if they cannot
+    tell, from balls, the precision raised (to :data:`MAX_PRECISION`) while two
+    neighbouring runs overlap.  Within a run the order is irrelevant.
     """
+    rs = interval_runs(chain, np.asarray(y) if labels is None else labels)
+    if rs is not None:
+        return np.split(rs[0], rs[1][1:])
     while True:
         with precision(chain.prec):
             vals = chain.values
             order = sorted(range(len(vals)), key=lambda k: vals[k].mid())
-            rs: list[list[int]] = []
+            runs: list[list[int]] = []
             for k in order:
-                if rs and y[rs[-1][0]] == y[k]:
-                    rs[-1].append(k)
+                if runs and y[runs[-1][0]] == y[k]:
+                    runs[-1].append(k)
                 else:
-                    rs.append([k])
-            tops = [max(vals[k].upper() for k in r) for r in rs]
-            bottoms = [min(vals[k].lower() for k in r) for r in rs]
+                    runs.append([k])
+            tops = [max(vals[k].upper() for k in r) for r in runs]
+            bottoms = [min(vals[k].lower() for k in r) for r in runs]
             if all(t < b for t, b in zip(tops[:-1], bottoms[1:], strict=True)):
-                return rs
+                return [np.asarray(r) for r in runs]
         if chain.prec >= MAX_PRECISION:
             return None
         chain.refine()
 
 
-def _candidates(chain: Chain, rs: list[list[int]], keep: int = 8) -> list[FoldStep]:
-    """The ``keep`` best admissible folds of this layer (both ends), best first."""
+def _midpoints(chain: Chain) -> np.ndarray:
+    """Float64 values of the chain (interval midpoints, else ball midpoints): a guide only."""
+    lo, hi = chain.intervals
+    p = lo / 2 + hi / 2
+    if np.isfinite(p).all():
+        return p
     with precision(chain.prec):
-        p = [float(v.mid()) for v in chain.values]
-    lo = np.array([min(p[k] for k in r) for r in rs])
-    hi = np.array([max(p[k] for k in r) for r in rs])
+        return np.array([float(v.mid()) for v in chain.values])
+
+
+def _candidates(chain: Chain, rs: Runs, keep: int = 8) -> list[FoldStep]:
+    """The ``keep`` best admissible folds of this layer (both ends), best first."""
+    p = _midpoints(chain)
+    order, starts = rs
+    lo = np.minimum.reduceat(p[order], starts)
+    hi = np.maximum.reduceat(p[order], starts)
     p0, p1 = lo[0], hi[-1]
     span = p1 - p0
     scored = []
@@ -157,8 +212,9 @@ def _scores(xl: np.ndarray, xh: np.ndarray) -> tuple[np.ndarray, ...]:
     opening = min(b1 - a, xl[3] - b1) if r > 3 else b1 - a  # proofs/runs_fold.md
     ws = np.r_[WIDTHS * (xh[2] - f), opening * OPENING]
     C, W = (g.ravel() for g in np.meshgrid(cs, ws, indexing="ij"))
-    tl = np.arctan((xl[None, :] - C[:, None]) / W[:, None])  # candidate x run
-    th = np.arctan((xh[None, :] - C[:, None]) / W[:, None])
+    near = min(r, 4)  # the runs the fold moves; beyond, the watched far gaps
+    tl = np.arctan((xl[None, :near] - C[:, None]) / W[:, None])  # candidate x run
+    th = np.arctan((xh[None, :near] - C[:, None]) / W[:, None])
     lo_psi = (th[:, 0] + th[:, 1]) / 2
     hi_psi = (tl[:, 1] + tl[:, 2]) / 2
     if r > 3:
@@ -174,15 +230,21 @@ def _scores(xl: np.ndarray, xh: np.ndarray) -> tuple[np.ndarray, ...]:
         gaps.append(np.minimum(vl[..., 0], vh[..., 2]) - vl[..., 3])
     smallest = np.minimum.reduce(gaps)
     if r > 4:
+        # far gaps cos(th_k - psi) - cos(tl_k+1 - psi), with cos(atan z) = 1 / sqrt(1 + z^2)
+        # and sin(atan z) = z cos(atan z): the differences first, then every angle
         k = _watched(xl, xh)
-        far = vh[..., k] - vl[..., k + 1]
+        zh = (xh[None, k] - C[:, None]) / W[:, None]
+        zl = (xl[None, k + 1] - C[:, None]) / W[:, None]
+        ch, cl = 1 / np.sqrt(1 + zh * zh), 1 / np.sqrt(1 + zl * zl)
+        dc, ds = ch - cl, zh * ch - zl * cl
+        far = dc[:, None, :] * cp + ds[:, None, :] * sp
         smallest = np.minimum(smallest, far.min(axis=-1))
     ok = (hi_psi > lo_psi)[:, None] & (smallest > 0)
     # soft minimum (sum g^-8)^(-1/8), scaled by the smallest gap against overflow
     t = np.where(ok, smallest, 1.0)[..., None]
     total = sum(_eighth_power(t[..., 0] / g) for g in gaps)
     if r > 4:
-        total = total + _eighth_power(t / far).sum(axis=-1)
+        total = total + _eighth_power(np.divide(t, far, out=far)).sum(axis=-1)
     score = np.where(ok, t[..., 0] * total ** (-1 / 8), -np.inf)
     K = psi.shape[1]
     return score.ravel(), np.repeat(C, K), np.repeat(W, K), psi.ravel()
