@@ -155,9 +155,7 @@ def interval_runs(chain: Chain, labels: np.ndarray) -> Runs | None:
     return order, starts
 
 
-def certified_runs(
-    chain: Chain, y: Sequence[int], labels: np.ndarray | None = None
-) -> Runs | None:
+def certified_runs(chain: Chain, y: Sequence[int], labels: np.ndarray | None = None) -> Runs | None:
     """The label runs of the chain's values, each certainly below the next; None if unsure.
 
     First from the float64 intervals (:func:`interval_runs`); if they cannot
