@@ -40,7 +40,7 @@ from flint import fmpq
 
 from ..arith import precision
 from ..errors import ConstructionError
-from .fold import Chain, FoldStep
+from .fold import Chain, FoldStep, reversal
 from .pma import Progress, power_of_two_near
 
 SQRT3 = math.sqrt(3.0)
@@ -55,6 +55,8 @@ OPENING = np.array([1.0, 0.5, 0.1])
 WATCHED = 48
 """How many of the far gaps the score of a candidate looks at (see :func:`_watched`)."""
 MAX_PRECISION = 1 << 12
+MAX_RESCALES = 2
+"""Rescaling layers tried in a row before the method gives way (see :func:`merge_runs`)."""
 
 
 class Unresolvable(ConstructionError):
@@ -62,9 +64,17 @@ class Unresolvable(ConstructionError):
 
 
 def merge_runs(chain: Chain, y: Sequence[int], progress: Progress | None = None) -> None:
-    """Append layers to ``chain`` until at most two label runs remain, one run fewer each."""
+    """Append layers to ``chain`` until at most two label runs remain, one run fewer each.
+
+    When no candidate of the float search certifies (the label gaps fell below
+    float64 resolution relative to the values), an injective *rescale* layer
+    (:func:`~.fold.reversal`, kind ``"rescale"``: the order reversed, the values
+    spread over a fixed part of the amplitude, exactly) is tried first, at most
+    :data:`MAX_RESCALES` in a row and only while the depth stays within ``m - 2``;
+    then :class:`Unresolvable` (the caller gives way to ``pma``).
+    """
     labels = np.asarray(y)
-    rs = _runs(chain, y, labels)
+    rs, rescaled = _runs(chain, y, labels), 0
     while True:
         if rs is None:  # distinct, but closer than MAX_PRECISION bits can tell
             raise Unresolvable("the projected values are not separated")
@@ -77,10 +87,20 @@ def merge_runs(chain: Chain, y: Sequence[int], progress: Progress | None = None)
             chain.push(step)
             after = _moved_runs(chain, rs, labels) or _runs(chain, y, labels)
             if after is not None and len(after[1]) == count - 1:
-                rs = after
+                rs, rescaled = after, 0
                 break
             chain.pop()
         else:
+            # out of float resolution: rescale exactly (an injective layer spreading the
+            # values over a fixed part of the amplitude) and search again, while the
+            # depth stays within m - 2; then give way
+            if rescaled < MAX_RESCALES and len(chain.steps) + count - 1 <= len(y) - 2:
+                chain.push(reversal(chain, kind="rescale"))
+                after = _runs(chain, y, labels)
+                if after is not None and len(after[1]) == count:
+                    rs, rescaled = after, rescaled + 1
+                    continue
+                chain.pop()
             raise Unresolvable(
                 f"layer {len(chain.steps) + 1}: no fold of the float64 search certified "
                 "(label gaps below float resolution)"
