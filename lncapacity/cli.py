@@ -419,6 +419,10 @@ def cmd_shatter(args: argparse.Namespace) -> int:
     }
     # the name certify uses for the same bound (min_margin is kept)
     report["min_certified_margin"] = report["min_margin"]
+    margin_value = report["min_margin"]
+    report["min_certified_margin_text"] = (
+        _margin_text(margin_value) if written and margin_value is not None else None
+    )
     report["folds_histogram"] = dict(sorted(report["folds_histogram"].items(), key=_fold_key))
     if args.json:
         print(json.dumps(report, indent=1))
@@ -429,7 +433,11 @@ def cmd_shatter(args: argparse.Namespace) -> int:
         print(
             f"{verdict}: {summary.points} points at depth {summary.depth}, "
             f"{summary.certified}/{summary.labelings} labelings certified"
-            + (f", min certified margin {margin:.4g}" if margin is not None else "")
+            + (
+                f", min certified margin {'> 0 (below 1e-308)' if margin == 0 else f'{margin:.4g}'}"
+                if margin is not None
+                else ""
+            )
             + f"\nlayers needed before padding (layers: labelings): {hist}\n"
             + f"{summary.seconds:.1f} s; "
             + (f"wrote {out}" if written else "no certificate written")
