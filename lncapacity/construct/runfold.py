@@ -83,32 +83,48 @@ def merge_runs(chain: Chain, y: Sequence[int], progress: Progress | None = None)
             progress(len(chain.steps), len(chain.steps) + max(0, count - 2))
         if count <= 2:
             return
-        for step in _candidates(chain, rs):
-            chain.push(step)
-            after = _moved_runs(chain, rs, labels) or _runs(chain, y, labels)
-            if after is not None and len(after[1]) == count - 1:
-                rs, rescaled = after, 0
-                break
-            chain.pop()
-        else:
+        candidates = _candidates(chain, rs)
+        found = _first_certified(chain, candidates, rs, labels, None)
+        if found is None and rescaled < MAX_RESCALES and len(chain.steps) + count - 1 <= len(y) - 2:
             # out of float resolution: rescale exactly (an injective layer spreading the
             # values over a fixed part of the amplitude) and search again, while the
-            # depth stays within m - 2; then give way
-            if rescaled < MAX_RESCALES and len(chain.steps) + count - 1 <= len(y) - 2:
-                chain.push(reversal(chain, kind="rescale"))
-                after = _runs(chain, y, labels)
-                if after is not None and len(after[1]) == count:
-                    rs, rescaled = after, rescaled + 1
-                    continue
-                chain.pop()
+            # depth stays within m - 2
+            chain.push(reversal(chain, kind="rescale"))
+            after = interval_runs(chain, labels)
+            if after is not None and len(after[1]) == count:
+                rs, rescaled = after, rescaled + 1
+                continue
+            chain.pop()
+        if found is None:  # the last resort: the candidates again, certified in balls
+            found = _first_certified(chain, candidates, rs, labels, y)
+        if found is None:
             raise Unresolvable(
                 f"layer {len(chain.steps) + 1}: no fold of the float64 search certified "
                 "(label gaps below float resolution)"
             )
+        rs, rescaled = found, 0
 
 
 Runs = tuple[np.ndarray, np.ndarray]
 """``(order, starts)``: the points sorted by value, and where each label run starts."""
+
+
+def _first_certified(
+    chain: Chain, candidates: list[FoldStep], rs: Runs, labels: np.ndarray, y: Sequence[int] | None
+) -> Runs | None:
+    """Push the first candidate that certainly removes one run; its runs, or None (nothing
+    pushed).  From the float64 intervals only, or (``y`` given) from balls too: slow for
+    large sets, as the balls replay every layer."""
+    count = len(rs[1])
+    for step in candidates:
+        chain.push(step)
+        after = _moved_runs(chain, rs, labels) or interval_runs(chain, labels)
+        if after is None and y is not None:
+            after = _runs(chain, y, labels)
+        if after is not None and len(after[1]) == count - 1:
+            return after
+        chain.pop()
+    return None
 
 
 def _runs(chain: Chain, y: Sequence[int], labels: np.ndarray) -> Runs | None:
