@@ -36,8 +36,10 @@ def test_fast_outward_steps_pass_a_float():
     ]
     assert (iv.down(x) <= np.nextafter(x, -np.inf)).all()
     assert (iv.up(x) >= np.nextafter(x, np.inf)).all()
+    big = np.finfo(float).max
     with np.errstate(invalid="ignore"):
-        assert np.isnan(iv.down(np.array([np.inf])))[0]
+        assert iv.down(np.array([np.inf]))[0] == big and iv.up(np.array([-np.inf]))[0] == -big
+        assert iv.down(np.array([-np.inf]))[0] == -np.inf and iv.up(np.array([np.inf]))[0] == np.inf
 
 
 @pytest.mark.parametrize("seed", range(6))
