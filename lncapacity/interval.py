@@ -2,9 +2,9 @@
 
 An interval is a pair of float64 arrays ``(lo, hi)`` with ``lo <= t <= hi`` for
 the true (real) value ``t`` of every entry.  Every operation computes its
-result in round-to-nearest and then steps one float outwards with
-at least one float (:func:`down`, :func:`up`).  That is rigorous (proofs/interval_rounding.md, with a
-check):
+result in round-to-nearest and then steps at least one float outwards
+(:func:`down`, :func:`up`).  That is rigorous (proofs/interval_rounding.md, with
+a check):
 
 * IEEE 754 ``+``, ``-``, ``*``, ``/`` and ``sqrt`` are *correctly rounded*:
   the computed ``fl(t)`` is the float nearest to the exact result ``t``
