@@ -34,6 +34,7 @@ import numpy as np
 from flint import arb, fmpq
 
 from . import interval as iv
+from .algebraic import has_radicals, number_ball
 from .arith import exact, json_float, lower_bound_float, precision, shown
 from .data import PointSet, points_from_arrays
 from .errors import InputError
@@ -182,10 +183,11 @@ def certify(
     scores_hi = np.full((points.m, k_cls), np.inf)
     results: list[PointResult] = []
     todo = list(range(points.m))
-    chain = scalar_chain(net)
+    chain = None if _algebraic(net) else scalar_chain(net)
     if intervals is None:
         intervals = (
             net.depth > 0  # an affine map alone is cheap in balls, and its margins tight
+            and not _algebraic(net)  # algebraic weights: balls only
             and points.m * (net.depth + 1) >= INTERVAL_WORK
         )
     if intervals and todo and default_float_mode():
@@ -210,6 +212,8 @@ def certify(
     jobs = [(k, points.X[k], labels[k]) for k in todo]
     if workers is None:
         workers = (os.cpu_count() or 1) if len(jobs) * (net.depth + 1) > PARALLEL_WORK else 1
+        if _algebraic(net):  # each process would evaluate the weights' programs again
+            workers = 1
     chunks = [jobs[i : i + CHUNK] for i in range(0, len(jobs), CHUNK)]
     tasks = ((net, chunk, max_precision, scores) for chunk in chunks)
     with closing(imap(_certify_chunk, tasks, min(workers, max(len(chunks), 1)))) as parts:
@@ -423,13 +427,17 @@ def _evaluator(net: LNNet[fmpq]) -> Scores:
     The scalar form of :func:`scalar_chain` when every layer has rank at most
     one (a few ball operations per layer), else the model's generic forward pass.
     """
-    chain = scalar_chain(net)
+    algebraic = _algebraic(net)
+    chain = None if algebraic else scalar_chain(net)
     cache: dict[int, Any] = {}
     if chain is None:
+        to_ball = number_ball if algebraic else arb
 
         def generic(x: Sequence[fmpq], prec: int) -> list[arb]:
             if prec not in cache:
-                cache[prec] = net.map(arb)
+                # algebraic weights (lncapacity.algebraic): balls of their radical
+                # programs at this precision, tighter as the precision rises
+                cache[prec] = net.map(to_ball)
             return cache[prec].forward([arb(v) for v in x], arb.sqrt)
 
         return generic
@@ -455,6 +463,11 @@ def _evaluator(net: LNNet[fmpq]) -> Scores:
         return [o + ri for o, ri in zip(out, r, strict=True)]
 
     return scalar
+
+
+def _algebraic(net: LNNet[Any]) -> bool:
+    """Whether some weight is an exact algebraic number (:mod:`lncapacity.algebraic`)."""
+    return has_radicals(net)
 
 
 def _rank_one(W: Sequence[Sequence[fmpq]]) -> tuple[list[fmpq], list[fmpq]] | None:
@@ -487,7 +500,7 @@ def scalar_chain(net: LNNet[fmpq]) -> Any:
     layers, with a layer of rank two or more, or with a layer whose variance plus
     ``eps`` can vanish (``k = 0``).
     """
-    if net.norms:
+    if net.norms or _algebraic(net):
         return None
     factors = [_rank_one(layer.W) for layer in net.layers]
     if not net.layers or any(f is None for f in factors):

@@ -133,10 +133,17 @@ def _parser() -> argparse.ArgumentParser:
         "--method",
         default=DEFAULT_METHOD,
         choices=list(METHODS),
-        help="construction: runs (one label run fewer per layer, float-faithful; default) "
-        "or pma (the paper's algorithm)",
+        help="construction: runs (one label run fewer per layer, float-faithful; default), "
+        "pma (the paper's algorithm) or circle (whole circle maps per layer, far shallower; "
+        "two classes)",
     )
     c.add_argument("--seed", type=int, default=0, help="seed for the choice of projection")
+    c.add_argument(
+        "--exact",
+        action="store_true",
+        help="with --method pma: fold at the true midpoints (algebraic weights, merged values "
+        "equal; the net is written as lnnet/1.1 with requires algebraic)",
+    )
     output(c, certificate=True)
 
     v = sub.add_parser(
@@ -345,6 +352,8 @@ def cmd_certify(args: argparse.Namespace) -> int:
         _float_backends(args.require_float)
     if args.depth is not None and args.depth > fileformat.MAX_DEPTH:
         raise InputError(f"--depth {args.depth}: beyond the limit of {fileformat.MAX_DEPTH} layers")
+    if args.exact and args.method != "pma":
+        raise InputError("--exact: exact merges are the paper's algorithm; add --method pma")
     points = load_points(args.data)
     if points.d > fileformat.MAX_INPUT_DIM:
         raise InputError(
@@ -360,6 +369,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
             method=args.method,
             seed=args.seed,
             progress=bar,
+            exact=args.exact,
         ),
     )
     return _check_and_report(args, net, points, {"build": t_build}, out=args.out)

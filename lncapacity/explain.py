@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 from flint import arb, fmpq
 
+from .algebraic import refuse_radicals
 from .arith import format_rational, json_float, parse_rational, precision
 from .certify import Certificate, _rank_one, certify, scalar_chain
 from .data import PointSet, points_from_arrays
@@ -569,6 +570,7 @@ def explain(
     (class intervals or arcs) and ``certificate`` (certified count, the certified
     minimum margin and precision, from :func:`lncapacity.certify.certify`).
     """
+    refuse_radicals(net, "explain")
     points = as_points(net, X, y)
     cert = certificate if certificate is not None else certify(net, points)
     cls_index = [net.classes.index(c) for c in points.y]

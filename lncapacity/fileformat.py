@@ -38,6 +38,13 @@ it (so every net this package builds, and every file written before, stays
   of its LayerNorm (``h = gain * LN(y) + bias``; either key may be absent).
 * ``"widths"``: the layers' widths differ; ``width`` is ``null`` and each
   layer's width is the number of rows of its ``W`` (``W_l`` is ``n_l x n_{l-1}``).
+* ``"algebraic"``: a top-level ``"radicals"`` list, a radical straight-line
+  program (:mod:`lncapacity.algebraic`: entries ``"p/q"``, ``{"add": [i, j]}``,
+  ``sub``, ``mul``, ``div``, ``{"sqrt": i}`` with ``i, j`` earlier entries, or
+  ``{"root": [...], "lo", "hi"}``), and the numbers of layers' and the readout's
+  ``W`` and ``b`` may be ``{"ref": k}``, entry ``k``: exact algebraic weights, as
+  ``pma --exact`` nets have (proofs/exact_merges.md).  Readers prove every entry
+  defined before use.
 
 Why a new format string rather than new optional keys in ``lnnet/1``: a
 ``lnnet/1`` reader ignores keys it does not know inside a layer, so it would
@@ -64,13 +71,14 @@ from typing import Any
 
 from flint import fmpq
 
+from .algebraic import Radical, RadicalProgram
 from .arith import format_rational, parse_rational, shown
 from .errors import InputError
 from .model import Affine, LNNet, Norm
 
 FORMAT = "lnnet/1"
 FORMAT_1_1 = "lnnet/1.1"
-FEATURES = ("ln-affine", "widths")
+FEATURES = ("ln-affine", "widths", "algebraic")
 """The features of ``lnnet/1.1`` this reader knows (see the module doc)."""
 
 __all__ = [
@@ -98,12 +106,16 @@ __all__ = [
 
 
 def to_dict(net: LNNet[fmpq]) -> dict[str, Any]:
-    """The ``lnnet/1`` JSON object of an exact net."""
+    """The ``lnnet/1`` JSON object of an exact net (``lnnet/1.1`` when it needs a feature)."""
+    radicals, refs = _radicals(net)
+
+    def num(x: Any) -> Any:
+        return {"ref": refs[x.index]} if isinstance(x, Radical) else format_rational(x)
 
     def affine(a: Affine[fmpq]) -> dict[str, Any]:
         d: dict[str, Any] = {
-            "W": [[format_rational(w) for w in row] for row in a.W],
-            "b": [format_rational(v) for v in a.b],
+            "W": [[num(w) for w in row] for row in a.W],
+            "b": [num(v) for v in a.b],
         }
         if a.meta:
             d["meta"] = dict(a.meta)
@@ -122,7 +134,13 @@ def to_dict(net: LNNet[fmpq]) -> dict[str, Any]:
         return d
 
     requires = [
-        f for f, used in (("ln-affine", bool(net.norms)), ("widths", net.width is None)) if used
+        f
+        for f, used in (
+            ("ln-affine", bool(net.norms)),
+            ("widths", net.width is None),
+            ("algebraic", radicals is not None),
+        )
+        if used
     ]
     out: dict[str, Any] = {"format": FORMAT_1_1 if requires else FORMAT}
     if requires:
@@ -131,6 +149,7 @@ def to_dict(net: LNNet[fmpq]) -> dict[str, Any]:
         "input_dim": net.input_dim,
         "width": net.width,
         "eps": format_rational(net.eps),
+        **({"radicals": radicals} if radicals is not None else {}),
         "layers": [layer(i, a) for i, a in enumerate(net.layers)],
         "readout": affine(net.readout),
         "classes": list(net.classes),
@@ -138,6 +157,23 @@ def to_dict(net: LNNet[fmpq]) -> dict[str, Any]:
     if net.meta:
         out["meta"] = dict(net.meta)
     return out
+
+
+def _radicals(net: LNNet[Any]) -> tuple[list[Any] | None, dict[int, int]]:
+    """The ``radicals`` entries the net's algebraic weights need, and their renumbering."""
+    used = [
+        w
+        for a in (*net.layers, net.readout)
+        for w in (*a.b, *(w for row in a.W for w in row))
+        if isinstance(w, Radical)
+    ]
+    if not used:
+        return None, {}
+    programs = {id(w.program): w.program for w in used}
+    if len(programs) > 1:
+        raise ValueError("a net's algebraic weights must come from one program")
+    program: RadicalProgram = used[0].program
+    return program.to_json(keep={w.index for w in used})
 
 
 def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
@@ -149,7 +185,14 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
     def fail(where: str, what: str) -> InputError:
         return InputError(f"{source}: {where}: {what}")
 
-    def number(v: Any, where: str) -> fmpq:
+    def number(v: Any, where: str, algebraic: bool = False) -> fmpq:
+        if algebraic and radicals is not None and isinstance(v, Mapping):
+            k = v.get("ref")
+            if set(v) != {"ref"} or not isinstance(k, int) or isinstance(k, bool):
+                raise fail(where, 'an algebraic number is {"ref": k}, k an index of "radicals"')
+            if not 0 <= k < len(radicals):
+                raise fail(where, f"ref {k} is not an index of radicals (0..{len(radicals) - 1})")
+            return Radical(radicals, k)  # type: ignore[return-value]
         if not isinstance(v, str):
             raise fail(where, f'numbers are strings "p/q" or "n", got {shown(json.dumps(v))}')
         try:
@@ -174,8 +217,8 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
         for i, row in enumerate(a["W"]):
             if not isinstance(row, list):
                 raise fail(f"{where}.W[{i}]", "must be a list")
-            rows.append(tuple(number(w, f"{where}.W[{i}][{j}]") for j, w in enumerate(row)))
-        b = tuple(number(v, f"{where}.b[{i}]") for i, v in enumerate(a["b"]))
+            rows.append(tuple(number(w, f"{where}.W[{i}][{j}]", True) for j, w in enumerate(row)))
+        b = tuple(number(v, f"{where}.b[{i}]", True) for i, v in enumerate(a["b"]))
         meta = a.get("meta", {})
         if not isinstance(meta, Mapping):
             raise fail(f"{where}.meta", "must be an object")
@@ -219,6 +262,14 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
             f"this file needs {', '.join(map(repr, unknown))}, unknown to lncapacity "
             f"(it knows {', '.join(FEATURES)}): upgrade lncapacity to read it",
         )
+    radicals: RadicalProgram | None = None
+    if "algebraic" in requires:
+        try:
+            radicals = RadicalProgram.from_json(obj.get("radicals"))
+        except ValueError as e:
+            raise fail("radicals", str(e)) from None
+    elif "radicals" in obj:
+        raise fail("radicals", 'needs "requires": ["algebraic"] (format lnnet/1.1)')
     layers = obj.get("layers")
     if not isinstance(layers, list):
         raise fail("layers", "must be a list")
@@ -259,7 +310,11 @@ def dumps(obj: Any) -> str:
     """Indented JSON with every innermost list (a row of numbers) on one line."""
     text = json.dumps(obj, indent=1)
     # JSON strings never hold a raw newline, so only layout whitespace is removed
-    return _FLAT_LIST.sub(lambda m: _flatten(m.group(0)), text) + "\n"
+    text = _FLAT_LIST.sub(lambda m: _flatten(m.group(0)), text)
+    if isinstance(obj, Mapping) and "radicals" in obj:  # algebraic numbers on one line each
+        text = _FLAT_ALGEBRAIC.sub(lambda m: re.sub(r"\s*\n\s*", "", m.group(0)), text)
+        text = _FLAT_REFS.sub(lambda m: _flatten(m.group(0)), text)
+    return text + "\n"
 
 
 def _flatten(block: str) -> str:
@@ -267,6 +322,8 @@ def _flatten(block: str) -> str:
 
 
 _FLAT_LIST = re.compile(r"\[[^\[\]{}]*\]")
+_FLAT_ALGEBRAIC = re.compile(r'\{\s*"(?:add|sub|mul|div|sqrt|ref|root)": [^{}]*\}')
+_FLAT_REFS = re.compile(r'\[(?:[^\[\]{}]|\{"ref": [0-9]+\})*\]')
 
 
 # ---------------------------------------------------------------------------

@@ -22,13 +22,13 @@ from __future__ import annotations
 import io
 import math
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import fileformat
 from .certify import Certificate
 from .errors import InputError
 from .explain import (
@@ -1026,25 +1026,5 @@ def save_figures(
     blobs.append(
         (folder / "merge_tree.graphml", ("\n".join(nx.generate_graphml(G)) + "\n").encode())
     )
-    _write_bytes_atomic(blobs)
+    fileformat.write_all_atomic(blobs)
     return [p for p, _ in blobs]
-
-
-def _write_bytes_atomic(files: Sequence[tuple[Path, bytes]]) -> None:
-    from .fileformat import publish
-
-    done: list[tuple[str, Path]] = []
-    p = Path(".")
-    try:
-        for p, data in files:
-            fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-            done.append((tmp, p))
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-        for tmp, p in done:
-            publish(tmp, p)
-    except OSError as e:
-        raise InputError(f"{p}: cannot write: {e.strerror}") from None
-    finally:
-        for tmp, _ in done:
-            Path(tmp).unlink(missing_ok=True)

@@ -5,7 +5,11 @@ The Projection Merge Algorithm realises every labeling of ``L + 2`` points with
 is not settled by it; :func:`find_net` looks for a net numerically (PyTorch,
 float64, many random restarts of Adam on a margin loss), rounds every weight to
 a short dyadic rational, and keeps the result only if the rigorous certificate
-accepts it.  A labeling for which nothing is found is reported as such: that
+accepts it.  With ``method="circle"`` it first runs the combinatorial search of
+:mod:`lncapacity.construct.circle` (whole circle maps per layer, no PyTorch;
+:func:`find_circle_net`), which reaches far more than ``L + 2`` points
+(proofs/circle_maps.md, the VC table), and Adam only for what that misses.
+A labeling for which nothing is found is reported as such: that
 is evidence, not a proof, that no net exists.
 
 PyTorch is an optional dependency (``pip install 'lncapacity[torch]'``).
@@ -46,8 +50,19 @@ def find_net(
     restarts: int = 16,
     steps: int = 1500,
     seed: int = 0,
+    method: str = "adam",
 ) -> LNNet[fmpq] | None:
-    """A certified width-3 net with exactly ``depth`` layers for ``points``, or None."""
+    """A certified width-3 net with exactly ``depth`` layers for ``points``, or None.
+
+    ``method``: ``"adam"`` (PyTorch) or ``"circle"`` (:func:`find_circle_net` with
+    ``restarts`` seeds first, then Adam).
+    """
+    if method not in ("adam", "circle"):
+        raise InputError(f"unknown search method {method!r} (choose adam or circle)")
+    if method == "circle":
+        net = find_circle_net(points, depth, eps, classes, restarts=restarts, seed=seed)
+        if net is not None:
+            return net
     torch = _torch()
     X = torch.tensor(points.floats(), dtype=torch.float64)
     target = torch.tensor([list(classes).index(label) for label in points.y])
@@ -113,6 +128,54 @@ def _certified_rounding(points, params, depth, eps, classes):  # type: ignore[no
         )
         net = LNNet(
             points.d, WIDTH, eps, tuple(layers), readout, tuple(classes), {"method": "search"}
+        )
+        if certify(net, points, workers=1).all_certified:
+            return net
+    return None
+
+
+def find_circle_net(
+    points: PointSet,
+    depth: int,
+    eps: fmpq,
+    classes: Sequence[object] = (0, 1),
+    *,
+    restarts: int = 16,
+    seed: int = 0,
+    beam: int = 8,
+) -> LNNet[fmpq] | None:
+    """A certified net with exactly ``depth`` layers found by the circle-map search, or None.
+
+    Binary.  Tries ``restarts`` seeds of
+    :func:`lncapacity.construct.circle.circle_net` (at most ``depth`` layers),
+    pads with identity layers, and keeps the first net the certificate accepts.
+    Deterministic for ``seed``.
+    """
+    import numpy as np
+
+    from .construct.circle import circle_net, identity_layer
+
+    y = np.array([list(classes).index(label) for label in points.y])
+    if depth < 1 or y.min() == y.max():
+        return None
+    X = points.floats()
+    for r in range(restarts):
+        found = circle_net(
+            X,
+            y,
+            float(eps),
+            max_depth=depth,
+            seed=seed * 7919 + r,
+            beam=beam,
+            restarts=1,
+            warm=False,
+        )
+        if found is None:
+            continue
+        layers, chord = found
+        layers = layers + [identity_layer(float(eps))] * (depth - len(layers))
+        net = LNNet(
+            points.d, WIDTH, eps, tuple(layers), chord, tuple(classes), {"method": "circle-search"}
         )
         if certify(net, points, workers=1).all_certified:
             return net

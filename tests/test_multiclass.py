@@ -10,6 +10,7 @@ by a warp, recorded in the layer's meta.
 from __future__ import annotations
 
 import itertools
+import os
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ import lncapacity
 from lncapacity import build, certify, floats
 from lncapacity.construct.multiclass import cyclic_runs
 from lncapacity.construct.project import project, runs
+from lncapacity.parallel import imap
 
 
 def depth_bound(net: lncapacity.LNNet, points: lncapacity.PointSet) -> int:
@@ -31,16 +33,12 @@ def depth_bound(net: lncapacity.LNNet, points: lncapacity.PointSet) -> int:
     return runs([yk[i] for i in order]) - k + warps
 
 
-@pytest.mark.parametrize(
-    ("m", "k"), [(3, 3), (4, 3), (5, 3), (6, 3), (7, 3), (4, 4), (5, 4), (6, 4)]
-)
-@pytest.mark.parametrize("method", ["runs", "pma"])
-def test_every_labeling_of_collinear_points(m: int, k: int, method: str) -> None:
+def _check_labelings(task: tuple[int, str, list[tuple[int, ...]]]) -> tuple[int, int]:
+    """Certify, bound and float-check each labeling; (most folds, most warps)."""
+    m, method, labelings = task
     X = [[i] for i in range(m)]
     worst, most_warps = 0, 0
-    for labels in itertools.product(range(k), repeat=m):
-        if len(set(labels)) < 3:
-            continue  # binary and constant labelings are the binary construction's
+    for labels in labelings:
         points = lncapacity.points_from_arrays(X, list(labels))
         net = build(points, method=method)
         assert certify(net, points).all_certified, labels
@@ -50,6 +48,20 @@ def test_every_labeling_of_collinear_points(m: int, k: int, method: str) -> None
             assert "fallback" not in net.meta and net.meta["warps"] == 0, labels
         worst = max(worst, net.depth - net.meta["warps"])
         most_warps = max(most_warps, net.meta["warps"])
+    return worst, most_warps
+
+
+@pytest.mark.parametrize(
+    ("m", "k"), [(3, 3), (4, 3), (5, 3), (6, 3), (7, 3), (4, 4), (5, 4), (6, 4)]
+)
+@pytest.mark.parametrize("method", ["runs", "pma"])
+def test_every_labeling_of_collinear_points(m: int, k: int, method: str) -> None:
+    # binary and constant labelings are the binary construction's (tests/test_construct.py)
+    labelings = [ls for ls in itertools.product(range(k), repeat=m) if len(set(ls)) >= 3]
+    chunks = [(m, method, labelings[i : i + 128]) for i in range(0, len(labelings), 128)]
+    results = list(imap(_check_labelings, chunks, min(os.cpu_count() or 1, len(chunks))))
+    worst = max(r[0] for r in results)
+    most_warps = max(r[1] for r in results)
     assert worst <= m - 3  # folds, for every labeling with three or more classes present
     assert most_warps <= (1 if method == "pma" else 0)  # measured: one warp always sufficed
 

@@ -22,6 +22,7 @@ from ..data import PointSet, points_from_arrays
 from ..errors import InputError
 from ..fileformat import read_vector
 from ..model import Affine, Label, LNNet
+from .circle import build_circle, runs_fallback  # method "circle" (issue 18)
 from .fold import Chain, FoldStep, _fq, fold_layer, reversal
 from .multiclass import envelope, merge_runs_k, pma_k
 from .pma import Progress, order_groups, pma, power_of_two_near
@@ -32,6 +33,7 @@ WIDTH = 3
 METHODS: dict[str, Callable[[Chain, Sequence[int], Progress | None], None]] = {
     "runs": merge_runs,
     "pma": pma,
+    "circle": runs_fallback,  # used only when build_circle gives way to runs
 }
 K_METHODS: dict[str, Callable[[Chain, Sequence[int], Progress | None], None]] = {
     "runs": merge_runs_k,
@@ -51,6 +53,7 @@ def build(
     classes: Sequence[Label] | None = None,
     seed: int = 0,
     progress: Progress | None = None,
+    exact: bool = False,
 ) -> LNNet[fmpq]:
     """A width-3 LN-Net that classifies every point of ``(X, y)`` correctly.
 
@@ -63,7 +66,9 @@ def build(
     run fewer per layer, float-faithful; falls back to ``"pma"`` when the labels
     are closer than float64 can resolve, noted in ``meta["fallback"]``) or
     ``"pma"`` (the paper's algorithm).  At most ``m - 2`` layers for ``m``
-    distinct points (seed 000, Theorem).
+    distinct points (seed 000, Theorem).  ``exact=True`` (with ``method="pma"``, two
+    classes): the paper's algorithm to the letter, fold centres at the true midpoints
+    (algebraic numbers, :mod:`.exact`, proofs/exact_merges.md), so merged values are equal.
     """
     points = X if isinstance(X, PointSet) else points_from_arrays(X, y)
     eps_q = _eps(eps)
@@ -75,12 +80,25 @@ def build(
     if missing := sorted(set(points.y) - set(cls), key=str):
         raise InputError(f"labels {missing} are not among the classes {list(cls)}")
     meta: dict[str, Any] = {"generator": f"lncapacity {__version__}", "method": method}
+    if exact:
+        if method != "pma":
+            raise InputError("exact merges are the paper's algorithm: use method 'pma'")
+        meta["exact"] = True
     if len(set(points.y)) == 1:
         return _constant_net(points, eps_q, cls, depth or 0, meta)
 
+    if exact:
+        from .exact import build_exact
+
+        return build_exact(points, eps_q, cls, depth, seed, progress, meta)
     present = sorted(set(points.y), key=cls.index)
     k = len(present)
     yk = [present.index(label) for label in points.y]
+    if method == "circle":  # whole circle maps per layer: its own entry point (circle.py)
+        net = build_circle(points, yk, present, cls, eps_q, depth, seed, progress, meta)
+        if net is not None:
+            return net
+        method = "runs"  # build_circle noted why in meta["fallback"]
     X, scale, offset = _normalise(points.X)
     w, t = project(X, yk, seed=seed)
     # t = w . (x - offset) / scale = read . x - shift

@@ -40,9 +40,15 @@ import numpy as np
 from flint import arb, fmpq
 
 from ..arith import dyadic_between, precision
-from ..errors import ConstructionError
 from .fold import Chain, FoldStep
-from .pma import CENTRE_TOLERANCE, NoSafeCentre, Progress, _fold, order_groups, power_of_two_near
+from .pma import (
+    NoSafeCentre,
+    Progress,
+    _fold,
+    order_groups,
+    power_of_two_near,
+    with_tolerances,
+)
 from .project import runs
 from .runfold import ANGLES, Unresolvable, _eighth_power, _step, certified_runs
 
@@ -76,14 +82,7 @@ def cyclic_runs(labels: Sequence[object]) -> int:
 
 def pma_k(chain: Chain, y: Sequence[int], progress: Progress | None = None) -> None:
     """Append folds (and warps) to ``chain`` until every class is one run along the line."""
-    failure: Exception | None = None
-    for tolerance in CENTRE_TOLERANCE:
-        chain.reset()
-        try:
-            return _pma_k(chain, y, tolerance, progress)
-        except NoSafeCentre as e:
-            failure = e
-    raise ConstructionError(f"{failure} (at every tolerance down to 2^-460)")
+    with_tolerances(_pma_k, chain, y, progress)
 
 
 def _pma_k(chain: Chain, y: Sequence[int], tolerance: fmpq, progress: Progress | None) -> None:

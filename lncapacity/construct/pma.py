@@ -59,14 +59,22 @@ class NoSafeCentre(ConstructionError):
 
 
 def pma(chain: Chain, y: Sequence[int], progress: Progress | None = None) -> None:
-    """Append the paper's folds to ``chain`` until at most two label runs remain.
+    """Append the paper's folds to ``chain`` until at most two label runs remain."""
+    with_tolerances(_pma, chain, y, progress)
 
-    Tries the tolerances of :data:`CENTRE_TOLERANCE` in turn, from the empty chain.
-    """
+
+def with_tolerances(
+    loop: Callable[[Chain, Sequence[int], fmpq, Progress | None], None],
+    chain: Chain,
+    y: Sequence[int],
+    progress: Progress | None,
+) -> None:
+    """Run a rational-centre ``loop`` at each tolerance of :data:`CENTRE_TOLERANCE` in turn,
+    from the empty chain, until one gets through without :class:`NoSafeCentre`."""
     for tolerance in CENTRE_TOLERANCE:
         chain.reset()
         try:
-            return _pma(chain, y, tolerance, progress)
+            return loop(chain, y, tolerance, progress)
         except NoSafeCentre as e:
             failure = e
     raise ConstructionError(f"{failure} (at every tolerance down to 2^-460)")

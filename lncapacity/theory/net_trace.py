@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from flint import arb, ctx, fmpq, fmpq_mat
 
+from ..algebraic import refuse_radicals
 from ..arith import precision
 from ..data import PointSet
 from ..errors import InputError
@@ -88,6 +89,7 @@ def trace(
     need not be the net's.  The input row is exact; the others are rigorous
     bounds.
     """
+    refuse_radicals(net, "trace")
     H, labels = _data(X, y)
     d = H.shape[1]
     if d != net.input_dim:

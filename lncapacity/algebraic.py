@@ -1,0 +1,407 @@
+"""Exact real algebraic numbers as radical straight-line programs, evaluated in balls.
+
+The exact PMA (:mod:`lncapacity.construct.exact`, proofs/exact_merges.md) folds
+at the true midpoints of algebraic values whose minimal polynomials have degrees
+that grow exponentially with the depth (a naive radical simplifier does not
+finish at 7 points).  A number here is instead a node of a
+:class:`RadicalProgram`: a list of definitions, each a rational, an arithmetic
+operation (``add``, ``sub``, ``mul``, ``div``) or a square root of *earlier*
+nodes, or the unique root of an integer polynomial in a rational isolating
+interval.  Every node names exactly one real number (the program is
+well-founded: operands precede their use), and that number is algebraic.
+
+* **Evaluation** (:meth:`RadicalProgram.balls`) runs the program in
+  python-flint ``arb`` ball arithmetic at any precision: every ball contains
+  its node's exact value, and raising the precision shrinks the balls (roots are
+  refined by exact bisection of the isolating interval).  A square root of a
+  ball that is not certainly positive, or a division by a ball that may be 0,
+  gives an unbounded (NaN) ball, never a wrong one.
+* **Definedness** (:meth:`RadicalProgram.check`): every ``sqrt`` argument is
+  proven ``> 0`` and every divisor proven ``!= 0`` (balls, precision rising to
+  a cap); the readers of ``lnnet/1.1`` files with ``"requires": ["algebraic"]``
+  refuse a program that fails it.
+* **Encoding** (:meth:`RadicalProgram.to_json`, :meth:`RadicalProgram.from_json`):
+  a JSON list, entry ``k`` one of ``"p/q"``, ``{"add": [i, j]}`` (also
+  ``sub``, ``mul``, ``div``), ``{"sqrt": i}`` or
+  ``{"root": ["c0", "c1", ...], "lo": "p/q", "hi": "p/q"}`` (integer
+  coefficients, constant term first; exactly one root in ``[lo, hi]``: a sign
+  change and a derivative proven nonzero on the interval), with ``i, j < k``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from flint import arb, arb_poly, ctx, fmpq, fmpq_poly, fmpz_poly
+
+from .arith import arb_to_fmpq, format_rational, parse_rational, precision, shown
+
+__all__ = ["MAX_NODES", "Radical", "RadicalProgram", "is_radical", "number_ball"]
+
+OPS = ("add", "sub", "mul", "div")
+MAX_NODES = 1_000_000
+"""Most nodes in a program that is read."""
+CHECK_PRECISION = 1 << 14
+"""Precision cap (bits) for proving a program's square roots and divisions defined."""
+
+
+class RadicalProgram:
+    """A straight-line program of exact real numbers (see the module doc)."""
+
+    def __init__(self) -> None:
+        self.nodes: list[tuple[Any, ...]] = []
+        self._cache: dict[int, list[arb]] = {}
+        self._roots: dict[int, tuple[fmpq, fmpq]] = {}
+        self._consts: dict[tuple[int, int], int] = {}
+
+    def __getstate__(self) -> list[Any]:
+        return self.to_json()[0]  # no ball caches: pickled for worker processes
+
+    def __setstate__(self, entries: list[Any]) -> None:
+        other = RadicalProgram.from_json(entries, check=False)
+        self.__dict__.update(other.__dict__)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    # building -----------------------------------------------------------------
+
+    def _push(self, node: tuple[Any, ...]) -> Radical:
+        self.nodes.append(node)
+        return Radical(self, len(self.nodes) - 1)
+
+    def const(self, q: fmpq | int) -> Radical:
+        """A node holding the rational ``q`` (one node per distinct rational)."""
+        q = fmpq(q)
+        k = self._consts.get((int(q.p), int(q.q)))
+        if k is not None:
+            return Radical(self, k)
+        r = self._push(("q", q))
+        self._consts[(int(q.p), int(q.q))] = r.index
+        return r
+
+    def op(self, name: str, a: Radical, b: Radical) -> Radical:
+        """``a (add|sub|mul|div) b`` as a new node."""
+        if name not in OPS:
+            raise ValueError(f"unknown operation {name!r}")
+        return self._push((name, self._index(a), self._index(b)))
+
+    def sqrt(self, a: Radical) -> Radical:
+        """The square root of ``a`` (the caller ensures ``a > 0``) as a new node."""
+        return self._push(("sqrt", self._index(a)))
+
+    def root(self, poly: fmpz_poly, lo: fmpq, hi: fmpq) -> Radical:
+        """The root of ``poly`` in ``[lo, hi]`` (checked to be isolating)."""
+        _check_root(poly, lo, hi)
+        return self._push(("root", poly, lo, hi))
+
+    def _index(self, a: Radical | fmpq | int) -> int:
+        if isinstance(a, Radical):
+            if a.program is not self:
+                raise ValueError("numbers of different programs")
+            return a.index
+        return self.const(a).index
+
+    # evaluating ---------------------------------------------------------------
+
+    def balls(self, prec: int | None = None) -> list[arb]:
+        """Every node's value as a ball at ``prec`` bits (default: the working precision)."""
+        prec = int(prec or ctx.prec)
+        out = self._cache.get(prec, [])
+        if len(out) < len(self.nodes):
+            with precision(prec):
+                for node in self.nodes[len(out) :]:
+                    out.append(self._eval(node, out, prec))
+            self._cache[prec] = out
+            if len(self._cache) > 8:  # keep the most precise few
+                for p in sorted(self._cache)[:-8]:
+                    del self._cache[p]
+        return out
+
+    def _eval(self, node: tuple[Any, ...], v: list[arb], prec: int) -> arb:
+        kind = node[0]
+        if kind == "q":
+            return arb(node[1])
+        if kind == "sqrt":
+            x = v[node[1]]
+            return x.sqrt() if x > 0 else arb("nan")
+        if kind == "root":
+            return self._root_ball(len(v), node, prec)
+        a, b = v[node[1]], v[node[2]]
+        if kind == "add":
+            return a + b
+        if kind == "sub":
+            return a - b
+        if kind == "mul":
+            return a * b
+        return a / b if (b > 0 or b < 0) else arb("nan")
+
+    def _root_ball(self, k: int, node: tuple[Any, ...], prec: int) -> arb:
+        poly = fmpq_poly(node[1])
+        lo, hi = self._roots.get(k, (node[2], node[3]))
+        s_lo = _sign(poly, lo)
+        limit = fmpq(1, 2) ** (prec + 2) * max(abs(lo), abs(hi), fmpq(1))
+        while hi - lo > limit:
+            mid = (lo + hi) / 2
+            s = _sign(poly, mid)
+            if s == 0:
+                lo = hi = mid
+                break
+            if s == s_lo:
+                lo = mid
+            else:
+                hi = mid
+        self._roots[k] = (lo, hi)
+        return arb((lo + hi) / 2, (hi - lo) / 2) if lo != hi else arb(lo)
+
+    def check(self, limit: int = CHECK_PRECISION) -> None:
+        """Prove every square root's argument positive and every divisor nonzero.
+
+        Raises :class:`ValueError` naming the first node that cannot be proven
+        defined at ``limit`` bits.
+        """
+        prec = 128
+        while True:
+            v = self.balls(prec)
+            bad = next(
+                (
+                    k
+                    for k, node in enumerate(self.nodes)
+                    if (node[0] == "sqrt" and not v[node[1]] > 0)
+                    or (node[0] == "div" and not (v[node[2]] > 0 or v[node[2]] < 0))
+                ),
+                None,
+            )
+            if bad is None:
+                return
+            if prec >= limit:
+                what = "square root of a number" if self.nodes[bad][0] == "sqrt" else "division"
+                raise ValueError(f"[{bad}]: {what} not proven positive/nonzero at {limit} bits")
+            prec *= 2
+
+    # JSON -----------------------------------------------------------------------
+
+    def to_json(self, keep: Iterable[int] | None = None) -> tuple[list[Any], dict[int, int]]:
+        """``(entries, renumbering)``: the nodes ``keep`` depends on (default all), as JSON."""
+        if keep is None:
+            needed = set(range(len(self.nodes)))
+        else:
+            needed, stack = set(), list(keep)
+            while stack:
+                k = stack.pop()
+                if k in needed:
+                    continue
+                needed.add(k)
+                node = self.nodes[k]
+                if node[0] in OPS:
+                    stack += [node[1], node[2]]
+                elif node[0] == "sqrt":
+                    stack.append(node[1])
+        order = sorted(needed)
+        new = {k: i for i, k in enumerate(order)}
+        out: list[Any] = []
+        for k in order:
+            node = self.nodes[k]
+            kind = node[0]
+            if kind == "q":
+                out.append(format_rational(node[1]))
+            elif kind == "sqrt":
+                out.append({"sqrt": new[node[1]]})
+            elif kind == "root":
+                coeffs = [str(int(c)) for c in node[1].coeffs()]
+                lo, hi = (format_rational(x) for x in node[2:4])
+                out.append({"root": coeffs, "lo": lo, "hi": hi})
+            else:
+                out.append({kind: [new[node[1]], new[node[2]]]})
+        return out, new
+
+    def compact(self, values: Sequence[Radical]) -> list[Radical]:
+        """``values`` in a new program holding only the nodes they depend on."""
+        entries, new = self.to_json(keep={v.index for v in values})
+        prog = RadicalProgram.from_json(entries, check=False)
+        return [Radical(prog, new[v.index]) for v in values]
+
+    @classmethod
+    def from_json(cls, entries: Any, check: bool = True) -> RadicalProgram:
+        """Read a program (see the module doc); :class:`ValueError` names the bad entry.
+
+        The program is checked to be well-founded and defined (:meth:`check`).
+        """
+        if not isinstance(entries, list):
+            raise ValueError("must be a list")
+        if len(entries) > MAX_NODES:
+            raise ValueError(f"{len(entries)} entries, beyond the limit of {MAX_NODES}")
+        prog = cls()
+
+        def ref(x: Any, k: int) -> int:
+            if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x < k:
+                raise ValueError(f"[{k}]: operands are indices of earlier entries, got {shown(x)}")
+            return x
+
+        for k, e in enumerate(entries):
+            if isinstance(e, str):
+                try:
+                    prog.nodes.append(("q", parse_rational(e)))
+                except ValueError as err:
+                    raise ValueError(f"[{k}]: {err}") from None
+                continue
+            if not isinstance(e, Mapping) or len(e) not in (1, 3):
+                raise ValueError(f"[{k}]: not a number, operation or root: {shown(e)}")
+            (key, arg), *_ = e.items()
+            if key in OPS and len(e) == 1:
+                if not isinstance(arg, list) or len(arg) != 2:
+                    raise ValueError(f"[{k}]: {key} takes a list of two indices")
+                prog.nodes.append((key, ref(arg[0], k), ref(arg[1], k)))
+            elif key == "sqrt" and len(e) == 1:
+                prog.nodes.append(("sqrt", ref(arg, k)))
+            elif set(e) == {"root", "lo", "hi"}:
+                prog.nodes.append(("root", *_parse_root(e, k)))
+            else:
+                raise ValueError(f"[{k}]: unknown entry {shown(e)}")
+        if check:
+            prog.check()
+        return prog
+
+
+class Radical:
+    """One exact real number: node ``index`` of ``program``.
+
+    Arithmetic with other numbers of the same program, ``fmpq`` or ``int``
+    appends nodes; :meth:`ball` encloses the value at the working precision.
+    """
+
+    __slots__ = ("index", "program")
+
+    def __init__(self, program: RadicalProgram, index: int) -> None:
+        self.program = program
+        self.index = index
+
+    def ball(self, prec: int | None = None) -> arb:
+        """A ball containing the exact value, at ``prec`` bits (default: the working one)."""
+        return self.program.balls(prec)[self.index]
+
+    def __float__(self) -> float:
+        with precision(128):
+            return float(arb_to_fmpq(self.ball(128).mid()))
+
+    def _bin(self, name: str, other: Any, swap: bool = False) -> Radical:
+        if not isinstance(other, (Radical, fmpq, int)):
+            return NotImplemented
+        p = self.program
+        a, b = (other, self) if swap else (self, other)
+        ra = a if isinstance(a, Radical) else p.const(a)
+        rb = b if isinstance(b, Radical) else p.const(b)
+        return p.op(name, ra, rb)
+
+    def __add__(self, o: Any) -> Radical:
+        return self._bin("add", o)
+
+    def __radd__(self, o: Any) -> Radical:
+        return self._bin("add", o, True)
+
+    def __sub__(self, o: Any) -> Radical:
+        return self._bin("sub", o)
+
+    def __rsub__(self, o: Any) -> Radical:
+        return self._bin("sub", o, True)
+
+    def __mul__(self, o: Any) -> Radical:
+        return self._bin("mul", o)
+
+    def __rmul__(self, o: Any) -> Radical:
+        return self._bin("mul", o, True)
+
+    def __truediv__(self, o: Any) -> Radical:
+        return self._bin("div", o)
+
+    def __rtruediv__(self, o: Any) -> Radical:
+        return self._bin("div", o, True)
+
+    def __neg__(self) -> Radical:
+        return self._bin("sub", 0, True)
+
+    def sqrt(self) -> Radical:
+        return self.program.sqrt(self)
+
+    def __repr__(self) -> str:
+        with precision(64):
+            return f"Radical(#{self.index} ~ {self.ball(64).str(10, radius=False)})"
+
+
+def is_radical(x: Any) -> bool:
+    return isinstance(x, Radical)
+
+
+def has_radicals(net: Any) -> bool:
+    """Whether some weight of ``net`` is a :class:`Radical` (an ``--exact`` net)."""
+    return any(
+        isinstance(w, Radical)
+        for a in (*net.layers, net.readout)
+        for w in (*a.b, *(w for row in a.W for w in row))
+    )
+
+
+def refuse_radicals(net: Any, what: str) -> None:
+    """Raise :class:`~lncapacity.errors.InputError` (one line) if ``net`` has algebraic weights."""
+    if has_radicals(net):
+        from .errors import InputError
+
+        raise InputError(
+            f"{what}: nets with algebraic weights (pma --exact) are not supported yet; "
+            "certify and verify read them"
+        )
+
+
+def number_ball(x: Any) -> arb:
+    """A ball at the working precision around a rational or :class:`Radical` weight."""
+    return x.ball() if isinstance(x, Radical) else arb(x)
+
+
+def _sign(p: fmpq_poly, q: fmpq) -> int:
+    v = p(q)
+    return (v > 0) - (v < 0)
+
+
+def _check_root(poly: fmpz_poly, lo: fmpq, hi: fmpq) -> None:
+    if poly.degree() < 1:
+        raise ValueError("the polynomial must have degree >= 1")
+    if not lo < hi:
+        raise ValueError("the interval must have lo < hi")
+    p = fmpq_poly(poly)
+    if _sign(p, lo) * _sign(p, hi) >= 0:
+        raise ValueError("the polynomial must change sign strictly between lo and hi")
+    # exactly one root: the derivative has no zero on [lo, hi] (checked by balls)
+    dp = p.derivative()
+    with precision(128):
+        interval = arb((lo + hi) / 2, (hi - lo) / 2)
+        d = arb_poly([arb(c) for c in dp.coeffs()])(interval)
+        if not (d > 0 or d < 0):
+            raise ValueError("the interval is not proven isolating (derivative may vanish)")
+
+
+def _parse_root(e: Mapping[str, Any], k: int) -> tuple[fmpz_poly, fmpq, fmpq]:
+    coeffs = e["root"]
+    if not isinstance(coeffs, list) or not all(isinstance(c, str) for c in coeffs):
+        raise ValueError(f"[{k}]: root coefficients are a list of integer strings")
+    try:
+        cs = [parse_rational(c) for c in coeffs]
+        lo, hi = parse_rational(e["lo"]), parse_rational(e["hi"])
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"[{k}]: {err}") from None
+    if any(c.q != 1 for c in cs):
+        raise ValueError(f"[{k}]: root coefficients must be integers")
+    poly = fmpz_poly([int(c.p) for c in cs])
+    try:
+        _check_root(poly, lo, hi)
+    except ValueError as err:
+        raise ValueError(f"[{k}]: {err}") from None
+    return poly, lo, hi
+
+
+def weights_program(values: Sequence[Any]) -> RadicalProgram | None:
+    """The one program the :class:`Radical` values among ``values`` belong to, or None."""
+    progs = {id(v.program): v.program for v in values if isinstance(v, Radical)}
+    if len(progs) > 1:
+        raise ValueError("a net's algebraic weights must come from one program")
+    return next(iter(progs.values()), None)

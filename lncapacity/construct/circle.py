@@ -1,0 +1,724 @@
+"""Whole circle maps per layer: far shallower nets (``--method circle``, binary so far).
+
+With ``eps = 0`` every width-3 LayerNorm output lies on the circle of radius
+``sqrt(3)`` in the plane orthogonal to ``(1, 1, 1)``.  In the orthonormal basis
+``E = [u/|u|, v/|v|]`` (``u = (1, -1, 0)``, ``v = (1, 1, -2)``) a layer acts on
+the angle only (proofs/circle_maps.md)::
+
+    layer 1:    x   -> arg(N x + c)               (N: 2 x d),
+    layer l>1:  phi -> arg(M (e(phi) - q))          (M: 2 x 2, q in the plane),
+
+and the readout ``z_1 - z_0 = w . h + r`` keeps an arc of the circle (binary:
+two arcs, one per label).  ``phi -> arg(M (e(phi) - q))`` has at most two
+monotone pieces; for ``|q| > 1`` it *folds* the circle at the two points of
+contact of the tangents from ``q`` and merges the two arcs in the order of the
+lines through ``q``.  The order of the points after the layer depends on ``q``
+alone; ``M`` only spreads them (a projective map of the directions).
+
+So a net is searched combinatorially: the first layer's 2-D image and centre,
+then per layer a pole ``q`` (equivalently its two fold points), scored by the
+number ``B`` of label boundaries around the circle after the layer, then by the
+smallest angle between neighbours of different labels (what float arithmetic
+must resolve; neighbours of one label may merge freely).  A small beam of the
+best states is kept.  ``M = diag(1, k) R`` with ``k`` from a grid spreads the
+image.  Every weight is a float64, i.e. an exact dyadic rational, and the
+search tracks the points exactly as NumPy float64 runs the net; the finished
+net is certified by :func:`lncapacity.certify` (ball arithmetic) in
+:func:`lncapacity.construct.build`.  With ``eps > 0`` the output lies strictly
+inside the disc: each layer is scaled by a power of two so that ``eps`` shifts
+the radius by less than ``2^-40`` (the angle never depends on ``eps``).
+
+Binary only: the score counts boundaries between two labels, and the readout
+is a chord.  ``k`` classes as arcs need the score "arcs beyond k" and a readout
+with one row per arc (see :func:`readout`); the search is label-agnostic.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from flint import fmpq
+
+from ..model import Affine
+
+SQRT3 = math.sqrt(3.0)
+E = np.array([[1.0, 1.0], [-1.0, 1.0], [0.0, -2.0]]) / np.array([math.sqrt(2), math.sqrt(6)])
+"""Orthonormal basis of the plane orthogonal to ``(1, 1, 1)`` (columns ``u/|u|``, ``v/|v|``)."""
+
+GAP_MIN = 2.0**-36
+"""Smallest angle (radians) between neighbours of different labels that a layer may leave."""
+SPREAD = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 64.0, 256.0])
+"""Candidate stretch factors ``k`` of ``M = diag(1, k) R`` (relative to the natural one)."""
+
+COMFORT = 2.0**-20
+"""Label gaps (radians) at or above this cost nothing in the ranking of states."""
+LAMBDA = 1.0
+"""Boundaries a state is charged per halving of its smallest label gap below :data:`COMFORT`."""
+SMALL = 100
+"""Sets of at most this many points get twice the beam and :data:`RESTARTS` seeds (cheap, and
+near the bound every layer counts)."""
+RESTARTS = 4
+WORK = 600_000
+"""Candidate poles times points scored per state and layer (fewer candidates for large sets)."""
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class State:
+    """The points after some layers, exactly as float64 computes them."""
+
+    H: np.ndarray
+    """``m x 3`` layer outputs (or ``m x d`` inputs before the first layer)."""
+    layers: list[Affine[fmpq]] = field(default_factory=list)
+    boundaries: int = 0
+    gap: float = 0.0
+    notes: list[dict[str, Any]] = field(default_factory=list)
+
+
+def boundaries_cyclic(labels: np.ndarray) -> np.ndarray:
+    """Label changes between cyclic neighbours, per row of a ``K x m`` label array."""
+    return (labels != np.roll(labels, -1, axis=-1)).sum(axis=-1)
+
+
+def layer_norm(Y: np.ndarray, eps: float) -> np.ndarray:
+    """LayerNorm of the rows of ``Y`` in float64, as :mod:`lncapacity.floats` computes it."""
+    Y = Y - Y.mean(axis=1, keepdims=True)
+    return Y / np.sqrt((Y * Y).mean(axis=1, keepdims=True) + eps)
+
+
+def plane(H: np.ndarray) -> np.ndarray:
+    """Plane coordinates ``E^T h`` of layer outputs, scaled to the unit circle (eps = 0)."""
+    return (H @ E) / SQRT3
+
+
+def _score_orders(
+    rel: np.ndarray, y: np.ndarray, cyclic: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each row of angles ``rel`` (``K x m``): boundaries, smallest label gap, order.
+
+    ``cyclic``: the angles go around the whole circle (the gap from the last
+    point back to the first counts); otherwise they lie in an arc shorter
+    than ``pi`` and the wrap-around is a boundary but not a gap to resolve.
+    """
+    order = np.argsort(rel, axis=1, kind="stable")
+    srt = np.take_along_axis(rel, order, axis=1)
+    lab = y[order]
+    b = boundaries_cyclic(lab)
+    diff = np.diff(srt, axis=1)
+    change = lab[:, 1:] != lab[:, :-1]
+    gaps = np.where(change, diff, np.inf)
+    gap = gaps.min(axis=1)
+    if cyclic:
+        wrap = srt[:, 0] + 2 * math.pi - srt[:, -1]
+        gap = np.minimum(gap, np.where(lab[:, 0] != lab[:, -1], wrap, np.inf))
+    return b, gap, order
+
+
+def _first_candidates(X: np.ndarray, y: np.ndarray, rng: np.random.Generator, count: int):
+    """2-D images ``Z = X Q`` (``d x 2`` matrices ``Q``) worth trying for layer 1."""
+    m, d = X.shape
+    Xc = X - X.mean(axis=0)
+    scale = float(np.abs(Xc).max()) or 1.0
+    Qs = []
+    if d == 1:
+        Qs.append(np.array([[1.0, 0.0]]))
+    else:
+        # least squares direction (Fisher-like) and principal directions
+        t = np.where(y == 1, 1.0, -1.0)
+        w, *_ = np.linalg.lstsq(np.c_[Xc, np.ones(m)], t, rcond=None)
+        w = w[:d] / (np.linalg.norm(w[:d]) or 1.0)
+        _, _, Vt = np.linalg.svd(Xc - np.outer(Xc @ w, w), full_matrices=False)
+        Qs.append(np.c_[w, Vt[0]])
+        if d > 2:
+            Qs.append(np.c_[w, Vt[1]])
+        _, _, V0 = np.linalg.svd(Xc, full_matrices=False)
+        Qs.append(V0[:2].T)
+        while len(Qs) < count:
+            Qs.append(np.linalg.qr(rng.standard_normal((d, 2)))[0])
+    return [Q / scale for Q in Qs]
+
+
+def _first_layer(
+    X: np.ndarray, y: np.ndarray, rng: np.random.Generator, beam: int, centres: int
+) -> list[tuple[int, float, np.ndarray, np.ndarray]]:
+    """Candidate first layers ``(B, gap, Q, q)``: angle of ``X Q - q`` around ``q``."""
+    out = []
+    d = X.shape[1]
+    for Q in _first_candidates(X, y, rng, 1 if d == 1 else 12):
+        Z = X @ Q
+        lo, hi = Z.min(axis=0), Z.max(axis=0)
+        span = float(np.max(hi - lo)) or 1.0
+        mid = (lo + hi) / 2
+        if d == 1:
+            # points on a line: every centre off the line gives the line's order
+            qs = np.array([[mid[0], -span]])
+        else:
+            inner = mid + (rng.random((centres, 2)) - 0.5) * 1.2 * span
+            ang = rng.random(centres // 2) * 2 * math.pi
+            far = (
+                mid
+                + np.c_[np.cos(ang), np.sin(ang)]
+                * span
+                * rng.choice([0.75, 1.5, 4.0, 64.0], size=centres // 2)[:, None]
+            )
+            qs = np.r_[inner, far]
+        radius = 0.1 * span
+        for _ in range(REFINE + 1):
+            rel = np.arctan2(Z[None, :, 1] - qs[:, None, 1], Z[None, :, 0] - qs[:, None, 0])
+            b, gap, _ = _score_orders(rel, y, cyclic=True)
+            found = [
+                (int(b[k]), float(gap[k]), Q, qs[k]) for k in range(len(qs)) if gap[k] >= GAP_MIN
+            ]
+            out += found
+            if d == 1 or not found:
+                break
+            # refine: centres around the best ones so far, closer each round
+            found.sort(key=lambda c: _cost(c[0], c[1]))
+            best = np.array([c[3] for c in found[:4]])
+            qs = np.repeat(best, centres // 8, axis=0)
+            qs = qs + rng.standard_normal(qs.shape) * radius
+            radius /= 2
+    out.sort(key=lambda c: _cost(c[0], c[1]))
+    return out[:beam]
+
+
+def _fold_poles(theta: np.ndarray, y: np.ndarray, rng: np.random.Generator, count: int):
+    """Poles ``q`` outside the unit circle from pairs of fold points in the gaps.
+
+    The tangents from ``q`` touch the circle at ``t1, t2``; then
+    ``q = e((t1 + t2) / 2) / cos((t2 - t1) / 2)`` (proofs/circle_maps.md).
+    """
+    srt = np.sort(theta)
+    nxt = np.r_[srt[1:], srt[0] + 2 * math.pi]
+    order = np.argsort(theta, kind="stable")
+    lab = y[order]
+    change = lab != np.roll(lab, -1)
+    m = len(theta)
+    if m * (m - 1) // 2 <= count:
+        i, j = np.triu_indices(m, 1)
+        f1 = f2 = np.full(len(i), 0.5)
+    else:
+        bnd = np.flatnonzero(change)
+        n = count
+        pick = rng.random(n) < 0.7
+        i = np.where(pick, rng.choice(bnd, n), rng.integers(0, m, n))
+        j = np.where(rng.random(n) < 0.7, rng.choice(bnd, n), rng.integers(0, m, n))
+        keep = i != j
+        i, j = i[keep], j[keep]
+        f1, f2 = rng.random(len(i)), rng.random(len(i))
+    t1 = srt[i] + f1 * (nxt[i] - srt[i])
+    t2 = srt[j] + f2 * (nxt[j] - srt[j])
+    half = (t2 - t1) / 2
+    c = np.cos(half)
+    keep = np.abs(c) > 1e-9
+    t1, t2, c = t1[keep], t2[keep], c[keep]
+    mid = (t1 + t2) / 2
+    return np.c_[np.cos(mid), np.sin(mid)] / c[:, None]
+
+
+def _aligning_poles(theta: np.ndarray, y: np.ndarray, rng: np.random.Generator, count: int):
+    """Poles of the fold involutions that swap two pairs of label-boundary gaps.
+
+    The lines through ``q`` pair the points of the circle by a projective
+    involution; one is determined by two swapped pairs ``a <-> b``, ``c <-> d``
+    and has real fixed points (``|q| > 1``) when the pairs do not cross
+    (proofs/circle_maps.md).  Swapping two boundary gaps merges their
+    boundaries: this is how a layer removes them.
+    """
+    srt = np.sort(theta)
+    m = len(srt)
+    nxt = np.r_[srt[1:], srt[0] + 2 * math.pi]
+    lab = y[np.argsort(theta, kind="stable")]
+    bnd = np.flatnonzero(lab != np.roll(lab, -1))
+    if len(bnd) < 4:
+        bnd = np.arange(m)
+    mids = (srt + nxt) / 2
+    pick = np.sort(rng.choice(bnd, (count, 4)), axis=1)
+    pick = pick[(np.diff(pick, axis=1) > 0).all(axis=1)]
+    count = len(pick)
+    g = mids[pick]  # count x 4, increasing
+    outer = rng.random(count) < 0.5  # (g0, g3), (g1, g2) or (g0, g1), (g2, g3)
+    a = g[:, 0]
+    b = np.where(outer, g[:, 3], g[:, 1])
+    c = np.where(outer, g[:, 1], g[:, 2])
+    d = np.where(outer, g[:, 2], g[:, 3])
+    rot = rng.random(count) * 2 * math.pi  # keep the half-angle tangents finite
+    sa, sb, sc, sd = (np.tan((v - rot) / 2) for v in (a, b, c, d))
+    # g(s) = (al s + be) / (ga s - al): al (s1 + s2) + be - ga s1 s2 = 0 for both pairs
+    u = np.c_[sa + sb, np.ones(count), -sa * sb]
+    v = np.c_[sc + sd, np.ones(count), -sc * sd]
+    al, be, ga = np.cross(u, v).T
+    disc = al * al + be * ga
+    ok = (disc > 0) & (np.abs(ga) > 1e-12)
+    r = np.sqrt(np.where(ok, disc, 0.0))
+    s1 = (al + r) / np.where(ok, ga, 1.0)
+    s2 = (al - r) / np.where(ok, ga, 1.0)
+    t1 = 2 * np.arctan(s1) + rot
+    t2 = 2 * np.arctan(s2) + rot
+    half = (t2 - t1) / 2
+    cs = np.cos(half)
+    ok &= np.abs(cs) > 1e-9
+    mid = (t1 + t2) / 2
+    q = np.c_[np.cos(mid), np.sin(mid)] / np.where(ok, cs, 1.0)[:, None]
+    return q[ok]
+
+
+def _fold_layer_candidates(
+    P: np.ndarray, y: np.ndarray, rng: np.random.Generator, count: int, keep: int
+) -> list[tuple[int, float, np.ndarray]]:
+    """The ``keep`` best poles ``(B, gap, q)`` for points ``P`` near the unit circle."""
+    theta = np.arctan2(P[:, 1], P[:, 0])
+    qs = np.r_[_fold_poles(theta, y, rng, count // 2), _aligning_poles(theta, y, rng, count)]
+    out = []
+    for s in range(0, len(qs), 256):
+        qq = qs[s : s + 256]
+        base = np.arctan2(-qq[:, 1], -qq[:, 0])[:, None]
+        a = np.arctan2(P[None, :, 1] - qq[:, None, 1], P[None, :, 0] - qq[:, None, 0])
+        rel = (a - base + math.pi) % (2 * math.pi) - math.pi
+        b, gap, _ = _score_orders(rel, y, cyclic=False)
+        for k in np.flatnonzero(gap >= GAP_MIN):
+            out.append((int(b[k]), float(gap[k]), qq[k]))
+    out.sort(key=lambda c: _cost(c[0], c[1]))
+    return out[:keep]
+
+
+def _moebius(t: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """The 2 x 2 matrix whose projective map sends slopes ``t[0..2]`` to ``s[0..2]``.
+
+    Directions ``(x, y)`` with slope ``t = y / x``; ``M (x, y)`` has slope
+    ``(b + a t) / (d + c t)`` for ``M = [[d, c], [b, a]]``.
+    """
+
+    def to_std(p: np.ndarray) -> np.ndarray:
+        # the map sending p0, p1, p2 to 0, 1, inf: (t - p0)(p1 - p2) / ((t - p2)(p1 - p0))
+        u, v = p[1] - p[2], p[1] - p[0]
+        return np.array([[u, -p[0] * u], [v, -p[2] * v]])
+
+    # matrices act on (t, 1) as column (numerator, denominator)
+    F = np.linalg.solve(to_std(s), to_std(t))
+    a, b, c, d = F[0, 0], F[0, 1], F[1, 0], F[1, 1]
+    M = np.array([[d, c], [b, a]])
+    return M / np.abs(M).max()
+
+
+TARGET = 0.45 * math.pi
+"""The image of the outermost points: the cone of directions becomes ``(-TARGET, TARGET)``."""
+REFINE = 6
+"""Rounds of local refinement of the first layer's centre."""
+PIVOTS = (0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.9)
+"""Rank fractions of the point sent to direction 0 by the spreading map."""
+
+
+def _spread(rel: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
+    """``M`` (2 x 2, acting on directions at angles ``rel`` in ``(-pi/2, pi/2)``) spreading them.
+
+    A projective map of the directions sends the two outermost points to
+    ``-+TARGET`` and the point of rank fraction ``f`` (from :data:`PIVOTS`) to
+    0; the ``f`` giving the largest smallest label gap wins.
+    """
+    srt = np.sort(rel)
+    t = np.tan(srt)
+    best = (-math.inf, np.eye(2))
+    for f in PIVOTS:
+        k = min(max(round(f * (len(t) - 1)), 1), len(t) - 2) if len(t) > 2 else 0
+        src = np.array([t[0], t[k], t[-1]])
+        if not (src[0] < src[1] < src[2]):
+            continue
+        M = _moebius(src, np.tan(np.array([-TARGET, 0.0, TARGET])))
+        V = np.c_[np.cos(rel), np.sin(rel)] @ M.T
+        if np.median(V[:, 0]) < 0:
+            M, V = -M, -V
+        new = np.arctan2(V[:, 1], V[:, 0])
+        score = _evenness(new, y)
+        if score > best[0]:
+            best = (score, M)
+    return best[1], best[0]
+
+
+def _evenness(theta: np.ndarray, y: np.ndarray) -> float:
+    """Mean log angle between neighbours of different labels (``-inf`` below :data:`GAP_MIN`)."""
+    srt_i = np.argsort(theta, kind="stable")
+    srt, lab = theta[srt_i], y[srt_i]
+    d = np.diff(srt)[lab[1:] != lab[:-1]]
+    if d.size == 0:
+        return 0.0
+    if d.min() < GAP_MIN:
+        return -math.inf
+    return float(np.log(d).mean())
+
+
+def _affine(W: np.ndarray, b: np.ndarray, meta: dict[str, Any]) -> Affine[fmpq]:
+    return Affine(
+        tuple(tuple(fmpq(*float(w).as_integer_ratio()) for w in row) for row in W),
+        tuple(fmpq(*float(v).as_integer_ratio()) for v in b),
+        meta,
+    )
+
+
+def _scaled(G: np.ndarray, eps: float) -> float:
+    """A power of two ``s`` so that ``s |g| >= 2^20 sqrt(eps)`` for every row ``g`` of ``G``."""
+    r = float(np.linalg.norm(G, axis=1).min())
+    if eps == 0 or r == 0:
+        return 2.0 ** -round(math.log2(max(float(np.linalg.norm(G, axis=1).max()), 1e-300)))
+    need = 2.0**20 * math.sqrt(eps) / r
+    return 2.0 ** max(0, math.ceil(math.log2(need)))
+
+
+def _apply(state_H: np.ndarray, W: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
+    return layer_norm(state_H @ W.T + b, eps)
+
+
+def _cost(boundaries: int, gap: float) -> float:
+    """Boundaries, plus :data:`LAMBDA` per halving of the label gap below :data:`COMFORT`."""
+    return boundaries + LAMBDA * max(0.0, math.log2(COMFORT / gap))
+
+
+def _rank(st: State) -> float:
+    return _cost(st.boundaries, st.gap)
+
+
+def _floats(a: Affine[fmpq]) -> tuple[np.ndarray, np.ndarray]:
+    return (
+        np.array([[float(w) for w in r] for r in a.W]),
+        np.array([float(v) for v in a.b]),
+    )
+
+
+def _children(
+    st: State, y: np.ndarray, eps: float, rng: np.random.Generator, candidates: int, keep: int
+) -> list[State]:
+    """The states one fold layer after ``st``, from its ``keep`` best poles."""
+    P = plane(st.H)
+    out = []
+    for b, _, q in _fold_layer_candidates(P, y, rng, candidates, keep):
+        base = math.atan2(-q[1], -q[0])
+        a = np.arctan2(P[:, 1] - q[1], P[:, 0] - q[0])
+        rel = (a - base + math.pi) % (2 * math.pi) - math.pi
+        M, _ = _spread(rel, y)
+        c, s_ = math.cos(base), math.sin(base)
+        Mq = M @ np.array([[c, s_], [-s_, c]])  # rotate -q to angle 0, then spread
+        s = _scaled((P - q) @ Mq.T, eps)
+        # h = sqrt(3) E x, so x = E^T h / sqrt(3):  P (W h + c) = s E Mq (x - q)
+        layer = _affine(
+            s * E @ Mq @ E.T / SQRT3, -s * E @ Mq @ q, {"kind": "circle", "boundaries": b}
+        )
+        H = _apply(st.H, *_floats(layer), eps)
+        theta = np.arctan2(*(plane(H)).T[::-1])
+        bb, gg, _ = _score_orders(theta[None, :], y, cyclic=True)
+        if gg[0] >= GAP_MIN:
+            out.append(State(H, [*st.layers, layer], int(bb[0]), float(gg[0])))
+    return out
+
+
+def search(
+    X: np.ndarray,
+    y: np.ndarray,
+    eps: float,
+    *,
+    max_depth: int,
+    seed: int = 0,
+    beam: int = 4,
+    candidates: int = 1500,
+    warm: bool = True,
+    progress: Progress | None = None,
+) -> State | None:
+    """A beam search for layers with at most two label boundaries left; None if not found.
+
+    ``X``: the points as float64 (``m x d``), ``y`` labels 0/1.  Deterministic
+    for ``seed``.  The returned state has the layers (exact dyadic weights) and
+    the float64 outputs ``H`` of the last one.  With ``warm`` (and PyTorch
+    installed, data in ``R^d``, ``d > 1``) the first layers of small nets trained
+    by Adam compete as starting states (:func:`_trained_starts`).  States are ranked by
+    boundaries plus :data:`LAMBDA` per halving of the label gap below
+    :data:`COMFORT` (what float arithmetic must keep resolving).
+    """
+    rng = np.random.default_rng(seed)
+    states = []
+    for b, gap, Q, q in _first_layer(X, y, rng, beam, 256):
+        M = np.eye(2)
+        s = _scaled((X @ Q - q) @ M.T, eps)
+        layer = _affine(s * E @ M @ Q.T, -s * E @ M @ q, {"kind": "circle-first", "boundaries": b})
+        H = _apply(X, *_floats(layer), eps)
+        states.append(State(H, [layer], b, gap))
+    if warm and X.shape[1] > 1:
+        states += [st for st in _trained_starts(X, y, eps, seed, max_depth) if st.gap >= GAP_MIN]
+    while states:
+        best = min(states, key=lambda s: (s.boundaries, -s.gap))
+        depth = len(best.layers)
+        if progress:
+            progress(depth, max(depth, min(max_depth, depth + _estimate(best.boundaries))))
+        if best.boundaries <= 2:
+            return best
+        if depth >= max_depth:
+            return None
+        expanded = [c for st in states for c in _children(st, y, eps, rng, candidates, 2 * beam)]
+        expanded.sort(key=_rank)
+        # diversity: at most two states per boundary count
+        states, seen = [], Counter()
+        for st in expanded:
+            if seen[st.boundaries] < 2:
+                states.append(st)
+                seen[st.boundaries] += 1
+            if len(states) == beam:
+                break
+    return None
+
+
+TRAIN_DEPTHS = (1, 2)
+"""Depths of the nets trained by Adam as warm starts."""
+TRAIN_STEPS = 1500
+
+
+def _trained_starts(
+    X: np.ndarray, y: np.ndarray, eps: float, seed: int, max_depth: int
+) -> list[State]:
+    """States after the layers of small LN-Nets trained by Adam (float64, seeded).
+
+    Real data has structure a 2-D angle can see at once (a depth-2 LN-Net trained
+    for seconds gets about 99% of digits even/odd right): its layers, taken as
+    the exact dyadic rationals their float64 weights are, leave few label
+    boundaries for the folds to remove.  Empty without PyTorch.
+    """
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is an optional dependency
+        return []
+    mu = X.mean(axis=0)
+    sd = float(np.abs(X - mu).max()) or 1.0
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # see floats._forward_torch: forked workers must not hang
+    out = []
+    try:
+        Xs = torch.tensor((X - mu) / sd, dtype=torch.float64)
+        sign = torch.tensor(np.where(y == 1, 1.0, -1.0), dtype=torch.float64)
+        gen = torch.Generator().manual_seed(seed)
+        for depth in TRAIN_DEPTHS:
+            if depth > max_depth:
+                continue
+            params, fan_in = [], X.shape[1]
+            for _ in range(depth):
+                params += [
+                    torch.randn(3, fan_in, generator=gen, dtype=torch.float64) / fan_in**0.5,
+                    torch.randn(3, generator=gen, dtype=torch.float64) * 0.1,
+                ]
+                fan_in = 3
+            params.append(torch.randn(3, generator=gen, dtype=torch.float64))
+            params.append(torch.zeros(1, dtype=torch.float64))
+            for p in params:
+                p.requires_grad_(True)
+            opt = torch.optim.Adam(params, lr=0.05)
+            for _ in range(TRAIN_STEPS):
+                opt.zero_grad()
+                h = Xs
+                for i in range(depth):
+                    h = torch.nn.functional.layer_norm(
+                        h @ params[2 * i].T + params[2 * i + 1], (3,), eps=eps
+                    )
+                score = h @ params[-2] + params[-1][0]
+                torch.nn.functional.softplus(-4 * sign * score).mean().backward()
+                opt.step()
+            layers, H = [], X
+            for i in range(depth):
+                W = params[2 * i].detach().numpy().copy()
+                b = params[2 * i + 1].detach().numpy().copy()
+                if i == 0:  # undo the standardisation: W (x - mu) / sd + b
+                    W, b = W / sd, b - W @ mu / sd
+                G = (H @ W.T + b) @ E
+                s = _scaled(G, eps)
+                layer = _affine(s * W, s * b, {"kind": "trained"})
+                H = _apply(H, *_floats(layer), eps)
+                layers.append(layer)
+            theta = np.arctan2(*(plane(H)).T[::-1])
+            bb, gg, _ = _score_orders(theta[None, :], y, cyclic=True)
+            for layer in layers:
+                layer.meta["boundaries"] = int(bb[0])  # type: ignore[index]
+            out.append(State(H, layers, int(bb[0]), float(gg[0])))
+    finally:
+        torch.set_num_threads(threads)
+    return out
+
+
+def _estimate(b: int) -> int:
+    return max(0, math.ceil(math.log2(b + 2)) - 2)
+
+
+def readout(H: np.ndarray, y: np.ndarray) -> Affine[fmpq] | None:
+    """A chord readout: rows ``(-a, a)``, biases ``(t, -t)`` with ``a . h > t`` exactly on label 1.
+
+    ``a = E n`` for the unit normal ``n`` pointing to the middle of the label-1
+    arc; ``t`` halfway between the two labels' extreme values.  None if the
+    labels do not form two arcs (in float64).
+    """
+    P = plane(H)
+    theta = np.arctan2(P[:, 1], P[:, 0])
+    order = np.argsort(theta, kind="stable")
+    lab = y[order]
+    ch = np.flatnonzero(lab != np.roll(lab, -1))
+    if len(ch) != 2:
+        return None
+    srt = theta[order]
+    m = len(srt)
+
+    def gap_mid(i: int) -> float:
+        a, b = srt[i], srt[(i + 1) % m] + (2 * math.pi if i + 1 >= m else 0.0)
+        return (a + b) / 2
+
+    g = [gap_mid(i) for i in ch]
+    # the arc from g[k] to g[k+1] counter-clockwise holds label lab[ch[k]+1]
+    k = 0 if lab[(ch[0] + 1) % m] == 1 else 1
+    alpha, beta = g[k], g[1 - k]
+    if beta < alpha:
+        beta += 2 * math.pi
+    mid = (alpha + beta) / 2
+    a = E @ np.array([math.cos(mid), math.sin(mid)])
+    sc = H @ a
+    lo, hi = float(sc[y == 0].max()), float(sc[y == 1].min())
+    if not lo < hi:
+        return None
+    t = (lo + hi) / 2
+    W = np.array([-a, a])
+    return _affine(W, np.array([t, -t]), {"kind": "chord", "threshold": float(t)})
+
+
+def identity_layer(eps: float) -> Affine[fmpq]:
+    """``h -> LN(s h)``: the identity on the circle (eps = 0), a radial shrink of less than
+    ``2^-40`` otherwise (``s`` a power of two with ``3 s^2 >= 2^40 eps / 3``)."""
+    s = _scaled(np.full((1, 2), SQRT3), eps)
+    W = s * np.eye(3)
+    return _affine(W, np.zeros(3), {"kind": "pad"})
+
+
+def circle_net(
+    X: np.ndarray,
+    y: np.ndarray,
+    eps: float,
+    *,
+    max_depth: int,
+    seed: int = 0,
+    beam: int = 4,
+    restarts: int | None = None,
+    warm: bool = True,
+    progress: Progress | None = None,
+) -> tuple[list[Affine[fmpq]], Affine[fmpq]] | None:
+    """Layers and a chord readout (rows for labels 0, 1) classifying ``(X, y)`` in float64.
+
+    None when the search finds nothing within ``max_depth`` layers.  The result
+    is *not yet certified*: :func:`lncapacity.certify` decides.  ``restarts``:
+    seeds tried (default :data:`RESTARTS` for at most :data:`SMALL` points, else
+    one); ``warm``: let trained nets compete as starts (the first seed only).
+    """
+    m = len(y)
+    candidates = max(200, min(4000, WORK // max(m, 1)))
+    if m <= SMALL:
+        beam *= 2
+    st = None
+    if restarts is None:
+        restarts = RESTARTS if m <= SMALL else 1
+    for r in range(restarts):
+        # small sets: a few seeds, each asked to beat the best so far
+        with np.errstate(all="ignore"):  # extreme data: NaN gaps simply fail the search
+            found = search(
+                X,
+                y,
+                eps,
+                max_depth=max_depth if st is None else len(st.layers) - 1,
+                seed=seed * RESTARTS + r,
+                beam=beam,
+                candidates=candidates,
+                warm=warm and r == 0,  # trained starts once: they cost more than a search
+                progress=progress,
+            )
+        if found is not None:
+            st = found
+    if st is None:
+        return None
+    r = readout(st.H, y)
+    return None if r is None else (st.layers, r)
+
+
+def runs_fallback(chain: Any, y: Sequence[int], progress: Progress | None = None) -> None:
+    """What ``build`` runs for ``method="circle"`` when no circle net beats ``runs``: ``runs``."""
+    from .runfold import merge_runs
+
+    merge_runs(chain, y, progress)
+
+
+def build_circle(
+    points: Any,
+    y01: Sequence[int],
+    present: Sequence[Any],
+    classes: Sequence[Any],
+    eps: fmpq,
+    depth: int | None,
+    seed: int,
+    progress: Progress | None,
+    meta: dict[str, Any],
+) -> Any:
+    """The circle method's entry point from :func:`~lncapacity.construct.build` (binary).
+
+    Returns a certified :class:`~lncapacity.model.LNNet`, or None after noting in
+    ``meta`` (``method = "runs"``, ``fallback``) why ``runs`` is used instead:
+    the search found no net shallower than ``runs`` would build (its depth is the
+    number of label runs along the projection minus two), or the certificate
+    failed.  With ``depth``, the net is padded with identity layers.
+    """
+    from ..certify import certify
+    from ..errors import InputError
+    from ..model import LNNet
+    from .project import project, runs
+
+    if len(present) != 2:
+        meta.update(method="runs", fallback="circle: two classes only so far; runs used")
+        return None
+    y = np.asarray(y01)
+    _, t = project(points.X, list(y01), seed=seed)
+    order = sorted(range(len(t)), key=t.__getitem__)
+    runs_depth = max(0, runs([y01[k] for k in order]) - 2)
+    limit = runs_depth - 1 if depth is None else min(depth, runs_depth - 1)
+    found = None
+    if limit >= 1:
+        found = circle_net(
+            points.floats(), y, float(eps), max_depth=limit, seed=seed, progress=progress
+        )
+    if found is None:
+        why = f"runs needs {runs_depth} layer{'s' * (runs_depth != 1)}" + (
+            " and the search found no circle net with fewer"
+            if runs_depth > 1
+            else ": a circle net (at least one layer) cannot be shallower"
+        )
+        if depth is not None and depth < runs_depth - 1:
+            why += f" (at most {depth} asked)"
+        meta.update(method="runs", fallback=f"circle: {why}; runs used")
+        return None
+    layers, chord = found
+    needed = len(layers)
+    if depth is not None and needed > depth:  # pragma: no cover - max_depth prevents it
+        raise InputError(f"this labeling needs {needed} LayerNorm layers, more than {depth}")
+    layers = layers + [identity_layer(float(eps))] * ((depth or needed) - needed)
+    rows = {present[0]: (chord.W[0], chord.b[0]), present[1]: (chord.W[1], chord.b[1])}
+    zero = tuple(fmpq(0) for _ in range(3))
+    W = tuple(rows[c][0] if c in rows else zero for c in classes)
+    b = tuple(rows[c][1] if c in rows else fmpq(-1) for c in classes)
+    meta.update(
+        circle_boundaries=[lay.meta.get("boundaries") for lay in layers[:needed]],
+        runs_depth=runs_depth,
+        folds=needed,
+        depth=len(layers),
+    )
+    net = LNNet(points.d, 3, eps, tuple(layers), Affine(W, b, chord.meta), tuple(classes), meta)
+    cert = certify(net, points)
+    if not cert.all_certified:
+        meta.update(
+            method="runs",
+            fallback=f"circle: the certificate failed on {len(cert.failures)} points; runs used",
+        )
+        for key in ("circle_boundaries", "runs_depth", "folds", "depth"):
+            meta.pop(key, None)
+        return None
+    return net

@@ -1,0 +1,143 @@
+"""method="circle": whole circle maps per layer (proofs/circle_maps.md), certified, shallower."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from flint import fmpq
+
+from lncapacity import build, certify, points_from_arrays
+from lncapacity.construct.circle import E, boundaries_cyclic, circle_net, identity_layer
+from lncapacity.floats import check
+from lncapacity.search import find_circle_net
+from lncapacity.shatter import shatter, verify_shatter
+
+
+def _line(y):
+    return points_from_arrays(np.arange(len(y)).reshape(-1, 1), list(y))
+
+
+def _fold_bound(labels):
+    B = int(boundaries_cyclic(np.asarray(labels)))
+    return 0 if B <= 2 else math.ceil(math.log2(B + 2)) - 1  # B <= 2: a threshold, depth 0
+
+
+def _dyadic(q: fmpq) -> bool:
+    d = int(q.q)
+    return d & (d - 1) == 0
+
+
+def test_every_labeling_of_seven_points_on_a_line_is_certified_and_never_deeper_than_runs():
+    for bits in itertools.product((0, 1), repeat=7):
+        if len(set(bits)) < 2:
+            continue
+        points = _line(bits)
+        net = build(points, method="circle")
+        assert certify(net, points).all_certified, bits
+        assert net.depth <= build(points).depth  # circle or its runs fallback
+        # and no net can beat the fold-count bound on a line (proofs/circle_maps.md)
+        assert net.depth >= _fold_bound(bits)
+        if net.meta["method"] == "circle":
+            assert all(_dyadic(w) for lay in net.layers for row in lay.W for w in row)
+
+
+def test_alternating_points_reach_the_fold_count_bound_closely():
+    # 16 alternating points: B = 16, the bound is 4; runs needs 14 layers
+    points = _line([k % 2 for k in range(16)])
+    net = build(points, method="circle")
+    assert net.meta["method"] == "circle" and 4 <= net.depth <= 6
+    assert certify(net, points).all_certified
+
+
+@pytest.mark.parametrize("eps", ["0", "1e-5"])
+def test_random_points_in_r3_are_certified_and_float64_faithful(eps):
+    rng = np.random.default_rng(3)
+    X = rng.integers(-(2**20), 2**20, size=(48, 3)) / 2**18
+    y = rng.integers(0, 2, 48)
+    points = points_from_arrays(X, y)
+    net = build(points, method="circle", eps=eps)
+    assert net.meta["method"] == "circle"
+    assert net.depth < build(points, eps=eps).depth
+    cert = certify(net, points)
+    assert cert.all_certified and cert.min_margin > 0
+    assert check(net, points, "float64").all_agree
+
+
+def test_padding_gives_the_exact_depth_and_stays_certified():
+    points = _line([0, 1, 1, 0, 1, 0, 0, 1, 0, 1])
+    free = build(points, method="circle")
+    assert free.meta["method"] == "circle"
+    for eps in ("0", "1e-5"):
+        net = build(points, method="circle", depth=free.depth + 3, eps=eps)
+        assert net.depth == free.depth + 3
+        assert [lay.meta.get("kind") for lay in net.layers[-3:]] == ["pad"] * 3
+        assert certify(net, points).all_certified
+
+
+def test_identity_layer_is_the_identity_on_the_circle():
+    layer = identity_layer(0.0)
+    h = np.sqrt(3) * E @ np.array([math.cos(0.7), math.sin(0.7)])
+    W = np.array([[float(w) for w in row] for row in layer.W])
+    y = W @ h
+    y = y - y.mean()
+    assert np.allclose(y / np.sqrt((y * y).mean()), h)
+
+
+def test_the_search_is_deterministic_for_a_seed():
+    y = np.random.default_rng(5).integers(0, 2, 40)
+    X = np.arange(40.0).reshape(-1, 1)
+    a = circle_net(X, y, 0.0, max_depth=20, seed=2)
+    b = circle_net(X, y, 0.0, max_depth=20, seed=2)
+    assert a is not None and b is not None
+    assert [lay.W for lay in a[0]] == [lay.W for lay in b[0]]
+
+
+def test_it_gives_way_to_runs_when_runs_needs_one_layer():
+    points = _line([0, 1, 1, 0])  # runs: one layer; a circle net cannot have fewer
+    net = build(points, method="circle")
+    assert net.meta["method"] == "runs" and net.depth == 1
+    assert "circle" in net.meta["fallback"]
+    assert certify(net, points).all_certified
+
+
+def test_shattering_five_points_on_a_line_at_depth_two_beyond_l_plus_two(tmp_path):
+    out = tmp_path / "s5.jsonl"
+    pts = [[k] for k in range(5)]
+    summary = shatter(pts, 2, search={"method": "circle", "restarts": 8}, out=out, workers=1)
+    assert summary.all_certified and summary.labelings == 32
+    s, problems = verify_shatter(out, workers=1)
+    assert problems == [] and s.certified == 32
+
+
+def test_the_circle_search_cannot_do_the_impossible():
+    # 0101 on a line needs depth 2 (B = 4: ceil(log2 6) - 1 = 2), so nothing at depth 1
+    points = _line([0, 1, 0, 1])
+    assert find_circle_net(points, 1, fmpq(0), restarts=4) is None
+    net = find_circle_net(points, 2, fmpq(0), restarts=4)
+    assert net is not None and net.depth == 2 and certify(net, points).all_certified
+
+
+def test_cli_accepts_the_circle_method(tmp_path):
+    data = tmp_path / "d.csv"
+    rows = ["x,label"] + [f"{k},{(k * 7 // 3) % 2}" for k in range(24)]
+    data.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "n.json"
+    cmd = [sys.executable, "-m", "lncapacity", "certify", str(data), "--method", "circle"]
+    r = subprocess.run(
+        [*cmd, "--out", str(out), "--quiet", "--float", "float64"],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "method circle" in r.stdout and out.exists()
+    r = subprocess.run(
+        [sys.executable, "-m", "lncapacity", "verify", str(out), str(data), "--quiet"],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
