@@ -183,16 +183,19 @@ def certify(
     scores_hi = np.full((points.m, k_cls), np.inf)
     results: list[PointResult] = []
     todo = list(range(points.m))
+    chain = None if _algebraic(net) else scalar_chain(net)
     if intervals is None:
         intervals = (
             net.depth > 0  # an affine map alone is cheap in balls, and its margins tight
             and not _algebraic(net)  # algebraic weights: balls only
-            and scalar_chain(net) is None
             and points.m * (net.depth + 1) >= INTERVAL_WORK
         )
     if intervals and todo and default_float_mode():
         with np.errstate(all="ignore"):  # overflow and NaN leave points undecided, silently
-            mlo, mhi, zlo, zhi = interval_pass(net, points.X, labels)
+            if chain is None:
+                mlo, mhi, zlo, zhi = interval_pass(net, points.X, labels)
+            else:
+                mlo, mhi, zlo, zhi = scalar_interval_pass(chain, points.X, labels)
         scores_lo, scores_hi = zlo, zhi
         todo = []
         for k in range(points.m):
@@ -289,6 +292,50 @@ def interval_pass(
         mlo[rows] = np.min(diff[0], axis=1)
         mhi[rows] = np.min(diff[1], axis=1)
     return mlo, mhi, z[0], z[1]
+
+
+def scalar_interval_pass(
+    chain: Any, X: Sequence[Sequence[fmpq]], labels: Sequence[int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`interval_pass` for a net that is a scalar chain (:func:`scalar_chain`).
+
+    The first scalar ``s_1 = r_1 . x`` is exact (rational), then enclosed; each
+    layer maps the interval of ``s`` to an interval containing the range of
+    ``(beta + alpha (s - s0)) / sqrt(g (s - s0)^2 + k)`` over it, by
+    :func:`lncapacity.interval.scalar_range`: the map evaluated at the two float
+    ends with every operation rounded outwards, the hull taken where the map is
+    monotone, its extremum added where the interval may contain its one critical
+    point (proofs/interval_rounding.md, "Scalar chains").  The width grows by
+    ``|f'|`` plus a few ulps a layer, as float64's own error does, not by the
+    ``~1.1`` bits a layer of ball arithmetic's dependency problem.  The margins
+    ``z_c - z_j`` are the same form with the exact differences of the readout
+    rows, so they are enclosed by the same rule (not as a difference of
+    intervals).  Same returns as :func:`interval_pass`.
+    """
+    first, steps, bias = chain
+    s = iv.enclose([sum((w * v for w, v in zip(first, x, strict=True)), fmpq(0)) for x in X])
+    for s0, g, k, alphas, betas in steps[:-1]:
+        s = iv.scalar_range(s0, g, k, betas[0], alphas[0])(s)
+    s0, g, k, alphas, betas = steps[-1]
+    m, k_cls = len(X), len(bias)
+    zlo, zhi = np.empty((m, k_cls)), np.empty((m, k_cls))
+    for c in range(k_cls):
+        z = iv.add(iv.scalar_range(s0, g, k, betas[c], alphas[c])(s), iv.enclose([bias[c]]))
+        zlo[:, c], zhi[:, c] = z
+    mlo, mhi = np.full(m, np.inf), np.full(m, np.inf)
+    lab = np.asarray(labels, dtype=np.intp)
+    for c in range(k_cls):
+        rows = np.nonzero(lab == c)[0]
+        sub = (s[0][rows], s[1][rows])
+        for j in range(k_cls):
+            if j == c or not len(rows):
+                continue
+            f = iv.scalar_range(s0, g, k, betas[c] - betas[j], alphas[c] - alphas[j])
+            d = iv.add(f(sub), iv.enclose([bias[c] - bias[j]]))
+            # min over j, NaN-propagating: a NaN anywhere leaves the point undecided
+            mlo[rows] = np.minimum(mlo[rows], d[0])
+            mhi[rows] = np.minimum(mhi[rows], d[1])
+    return mlo, mhi, zlo, zhi
 
 
 def _certify_chunk(

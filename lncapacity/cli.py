@@ -35,19 +35,48 @@ NOT_RIGHT_SHOWN, NOT_RIGHT_PRINTED = 1000, 20
 
 
 class Bar:
-    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
+    """Progress on stderr: a one-line bar on a terminal, else a plain line every few seconds.
 
-    def __init__(self, label: str, enabled: bool) -> None:
+    Stdout is never touched (``--json`` output stays clean).  :meth:`note` prints
+    a message at once (e.g. that the construction falls back to another method).
+    """
+
+    PERIOD = 5.0
+    """Seconds between plain progress lines when stderr is not a terminal."""
+
+    def __init__(self, label: str, enabled: bool, tty: bool | None = None) -> None:
         self.label, self.enabled, self.last, self.drawn = label, enabled, 0.0, False
+        self.tty = sys.stderr.isatty() if tty is None else tty
+        self.start = time.monotonic()
+        self.last_line = self.start
 
     def __call__(self, done: int, total: int) -> None:
         now = time.monotonic()
-        if not self.enabled or (now - self.last < 0.1 and done < total):
+        if not self.enabled:
+            return
+        if not self.tty:
+            if now - self.last_line >= self.PERIOD and done < total:
+                self.last_line = now
+                sys.stderr.write(
+                    f"lncapacity: {self.label} {done}/{total} ({now - self.start:.0f} s)\n"
+                )
+                sys.stderr.flush()
+            return
+        if now - self.last < 0.1 and done < total:
             return
         self.last, self.drawn = now, True
         frac = done / total if total else 1.0
         filled = int(30 * frac)
         sys.stderr.write(f"\r{self.label:<11} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total}")
+        sys.stderr.flush()
+
+    def note(self, message: str) -> None:
+        """Say ``message`` on stderr now (unless quiet)."""
+        if not self.enabled:
+            return
+        if self.drawn:
+            sys.stderr.write("\r\033[K")
+        sys.stderr.write(f"lncapacity: {message}\n")
         sys.stderr.flush()
 
     def close(self) -> None:
@@ -75,6 +104,11 @@ def _parser() -> argparse.ArgumentParser:
                 help=f"comma-separated float backends to check, from {', '.join(floats.BACKENDS)} "
                 "(default: all available)",
             )
+            q.add_argument(
+                "--require-float",
+                metavar="B1,B2",
+                help="exit 2 unless these float backends (checked too) get every point right",
+            )
         if workers:
             q.add_argument(
                 "--workers",
@@ -83,7 +117,7 @@ def _parser() -> argparse.ArgumentParser:
                 help="processes (default: all cores; never more than there are chunks of work)",
             )
         q.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
-        q.add_argument("--quiet", action="store_true", help="no progress bar")
+        q.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
     c = sub.add_parser(
         "certify",
@@ -310,7 +344,7 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _run(label: str, quiet: bool, f: Callable[[Bar], Any]) -> tuple[Any, float]:
-    bar = Bar(label, not quiet and sys.stderr.isatty())
+    bar = Bar(label, not quiet)
     start = time.perf_counter()
     try:
         return f(bar), time.perf_counter() - start
@@ -322,6 +356,8 @@ def cmd_certify(args: argparse.Namespace) -> int:
     fileformat.check_outputs({"--out": args.out, "--certificate": args.certificate}, [args.data])
     if args.float is not None:  # checked now; the default imports PyTorch, later
         _float_backends(args.float)
+    if args.require_float is not None:
+        _float_backends(args.require_float)
     if args.depth is not None and args.depth > fileformat.MAX_DEPTH:
         raise InputError(f"--depth {args.depth}: beyond the limit of {fileformat.MAX_DEPTH} layers")
     if args.exact and args.method != "pma":
@@ -381,6 +417,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     fileformat.check_outputs({"--certificate": args.certificate}, [args.net, args.data])
     if args.float is not None:  # checked now; the default imports PyTorch, later
         _float_backends(args.float)
+    if args.require_float is not None:
+        _float_backends(args.require_float)
     net = fileformat.load(args.net)
     points = load_points(args.data)
     return _check_and_report(args, net, points, {}, out=None)
@@ -409,6 +447,13 @@ def cmd_shatter(args: argparse.Namespace) -> int:
         "certificate": out if written else None,
         "seconds": round(summary.seconds, 3),
     }
+    # the name certify uses for the same bound (min_margin is kept)
+    report["min_certified_margin"] = report["min_margin"]
+    margin_value = report["min_margin"]
+    report["min_certified_margin_text"] = (
+        _margin_text(margin_value) if written and margin_value is not None else None
+    )
+    report["folds_histogram"] = dict(sorted(report["folds_histogram"].items(), key=_fold_key))
     if args.json:
         print(json.dumps(report, indent=1))
     else:
@@ -418,7 +463,11 @@ def cmd_shatter(args: argparse.Namespace) -> int:
         print(
             f"{verdict}: {summary.points} points at depth {summary.depth}, "
             f"{summary.certified}/{summary.labelings} labelings certified"
-            + (f", min certified margin {margin:.4g}" if margin is not None else "")
+            + (
+                f", min certified margin {'> 0 (below 1e-308)' if margin == 0 else f'{margin:.4g}'}"
+                if margin is not None
+                else ""
+            )
             + f"\nlayers needed before padding (layers: labelings): {hist}\n"
             + f"{summary.seconds:.1f} s; "
             + (f"wrote {out}" if written else "no certificate written")
@@ -434,6 +483,12 @@ def cmd_shatter(args: argparse.Namespace) -> int:
         )
         return EXIT_BAD
     return EXIT_OK
+
+
+def _fold_key(item: tuple[str, int]) -> tuple[int, str]:
+    """Histogram keys in numeric order (``"search"`` last)."""
+    k = item[0]
+    return (int(k), "") if k.isdigit() else (1 << 62, k)
 
 
 def cmd_verify_shatter(args: argparse.Namespace) -> int:
@@ -647,6 +702,10 @@ COMMANDS = {
 }
 
 
+REFINE_DEPTH = 64
+"""Nets up to this depth get their worst float rows re-bounded in balls (``max_ulps``)."""
+
+
 def _check_and_report(
     args: argparse.Namespace,
     net: LNNet[Any],
@@ -658,12 +717,17 @@ def _check_and_report(
         "certifying", args.quiet, lambda bar: certify(net, points, progress=bar, scores=True)
     )
     backends = _float_backends(args.float)
+    required = _float_backends(args.require_float) if args.require_float else ()
+    backends = tuple(dict.fromkeys((*backends, *required)))
     exact = cert.scores if cert.scores is not None and len(points.X) else None
 
     def refine(rows: list[int]) -> Any:
         return exact_scores(net, [points.X[k] for k in rows])
 
-    checks = [floats.check(net, points, b, exact, refine) for b in backends]
+    # balls at 128 bits tighten the ulp count of shallow nets; deep nets' interval scores are
+    # already tight (interval.scalar_range) and balls would cost more than they gain
+    tighten = refine if net.depth <= REFINE_DEPTH else None
+    checks = [floats.check(net, points, b, exact, tighten) for b in backends]
     if cert.all_certified:
         files = []
         if args.certificate:
@@ -672,10 +736,20 @@ def _check_and_report(
             files.append((out, fileformat.dumps(fileformat.to_dict(net))))
         fileformat.write_all_atomic(files)
     summary = _summary(net, points, cert, checks, seconds, out, args.certificate)
+    summary["torch_skipped"] = args.float is None and not floats.have_torch()
     if args.json:
         print(json.dumps(summary, indent=1))
     else:
         print(_text(summary))
+    if failing := [c for c in checks if c.backend in required and not c.all_agree]:
+        print(
+            "lncapacity: error: --require-float: "
+            + "; ".join(
+                f"{c.backend} misclassifies {c.wrong} of {c.total} points" for c in failing
+            ),
+            file=sys.stderr,
+        )
+        return EXIT_BAD
     if not cert.all_certified:
         bad = ", ".join(_where(points, p.index) for p in cert.failures[:5])
         more = len(cert.failures) - 5
@@ -752,6 +826,8 @@ def _summary(
         ],
         # null with a single class (nothing to separate) or when some point fails
         "min_certified_margin": json_float(cert.min_margin) if cert.all_certified else None,
+        # the same as text when a certified margin is below the float range (never "0.0" alone)
+        "min_certified_margin_text": _margin_text(cert.min_margin) if cert.all_certified else None,
         "precision_bits": cert.precision,
         # one entry per backend run here: "float64", "float32" (NumPy), and "torch-float64",
         # "torch-float32" when PyTorch is installed
@@ -773,6 +849,13 @@ def _summary(
         "certificate": cert_path if written else None,
         "seconds": {k: round(v, 3) for k, v in seconds.items()},
     }
+
+
+def _margin_text(x: float) -> str | None:
+    """A certified margin as text: ``"> 0 (below 1e-308)"`` for one the float range cannot show."""
+    if x == math.inf:
+        return None
+    return "> 0 (below 1e-308)" if x == 0 else f"{x:.17g}"
 
 
 def _float_warning(c: floats.FloatCheck, certified: bool) -> str | None:
@@ -813,10 +896,11 @@ def _text(s: dict[str, Any]) -> str:
             return "none (one class)" if len(s["classes"]) == 1 else "none"
         return "> 0 (below 1e-308)" if x == 0 else f"{x:.4g}"
 
-    dup = f", {s['duplicates_merged']} duplicate rows merged" if s["duplicates_merged"] else ""
+    n_dup = s["duplicates_merged"]
+    dup = f" ({n_dup} duplicate row{'s' * (n_dup != 1)} merged)" if n_dup else ""
     classes = ", ".join(map(str, s["classes"]))
     lines = [
-        f"{s['data']}: {s['points']} points in R^{s['dim']}, classes {classes}{dup}",
+        f"{s['data']}: {s['points']} points in R^{s['dim']}{dup}, classes {classes}",
         f"net: width {_width_text(s)}, depth {s['depth']}"
         + (f" (bound m - 2 = {s['depth_bound']})" if s["method"] else "")
         + (
@@ -852,6 +936,8 @@ def _text(s: dict[str, Any]) -> str:
         ulps = c.get("max_ulps")  # in the text for trained nets only (built ones are exact)
         dist = "" if ulps is None or not s.get("trained") else f", max {ulps:.3g} ulp from exact"
         lines.append(f"{name}: {c['agree']}/{c['total']} agree, min margin {margin}{dist}{flag}")
+    if s.get("torch_skipped"):
+        lines.append("torch-float64, torch-float32: skipped (PyTorch is not installed)")
     for key in ("net", "certificate"):
         if s[key]:
             lines.append(f"wrote {s[key]}")

@@ -137,7 +137,9 @@ def points_from_arrays(X: Any, y: Any) -> PointSet:
     ``X`` must be 2-D (a 1-D ``X`` is an error, as in scikit-learn) with finite
     numeric entries; numpy arrays and other objects with ``__array__`` keep
     their dtype, while nested lists are converted element by element, so
-    Python ints, :class:`~fractions.Fraction` and :class:`fmpq` stay exact.
+    Python ints, :class:`~fractions.Fraction` and :class:`fmpq` stay exact, and
+    strings are read as the CSV reader reads them (``"0.1"`` is 1/10 exactly,
+    ``"3/4"``, ``"1e-5"``; also in a NumPy string array).
     Floats become their exact dyadic value.  Labels: ints, bools and integral
     floats become ``int``, strings ``str``; anything else is an error.
     Rows are counted from 0 (``unit == "row"``); ``source`` is ``"array"``.
@@ -430,7 +432,8 @@ def _as_array(a: Any, what: str) -> np.ndarray:
 def _from_arrays(
     X: np.ndarray, y: np.ndarray, prefix: str | None, source: str, text_labels: bool = False
 ) -> PointSet:
-    if X.dtype.names is not None or X.dtype.kind not in _NUMERIC + "O":
+    text = "U" if prefix is None else ""  # the Python API reads number strings, as CSV does
+    if X.dtype.names is not None or X.dtype.kind not in _NUMERIC + "O" + text:
         raise _err(prefix, f"X must hold numbers, got dtype {X.dtype}")
     if X.ndim >= 1 and X.shape[0] == 0:
         raise _err(prefix, "X has no rows")
@@ -489,8 +492,13 @@ def _exact_element(v: Any) -> fmpq:
     """One entry of an object array; ValueError('non-numeric' or 'non-finite') otherwise."""
     if isinstance(v, (bool, np.bool_)):
         return fmpq(int(v))
-    if isinstance(v, (str, bytes)):
+    if isinstance(v, bytes):
         raise ValueError("non-numeric")
+    if isinstance(v, str):  # read as the CSV reader does: "0.1" is 1/10, "3/4", "1e-5"
+        try:
+            return exact(v.strip())
+        except ValueError:
+            raise ValueError("non-numeric") from None
     try:
         if isinstance(v, np.floating) and not isinstance(v, float):
             return _exact_np_float(v)

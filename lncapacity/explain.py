@@ -612,7 +612,8 @@ def explain(
     cls_index = [net.classes.index(c) for c in points.y]
     names = list(net.classes)
     rd = reads(net)
-    cols = _ball_columns(net, points, max(cert.precision, 64))
+    # balls lose about a bit a layer; the certificate may have used float64 intervals (53)
+    cols = _ball_columns(net, points, max(cert.precision, 128 + 2 * net.depth))
     trace = float_trace(net, points)
     if cols is not None:
         columns = [

@@ -2,9 +2,9 @@
 
 An interval is a pair of float64 arrays ``(lo, hi)`` with ``lo <= t <= hi`` for
 the true (real) value ``t`` of every entry.  Every operation computes its
-result in round-to-nearest and then steps one float outwards with
-``np.nextafter``.  That is rigorous (proofs/interval_rounding.md, with a
-check):
+result in round-to-nearest and then steps at least one float outwards
+(:func:`down`, :func:`up`).  That is rigorous (proofs/interval_rounding.md, with
+a check):
 
 * IEEE 754 ``+``, ``-``, ``*``, ``/`` and ``sqrt`` are *correctly rounded*:
   the computed ``fl(t)`` is the float nearest to the exact result ``t``
@@ -13,6 +13,8 @@ check):
 * if ``fl(t) > t`` then no float lies strictly between ``t`` and ``fl(t)``
   (it would be nearer), so the float before ``fl(t)`` is ``<= t``: hence
   ``nextafter(fl(t), -inf) <= t`` always, and ``nextafter(fl(t), +inf) >= t``;
+* a step of ``|x| 2^-52 + 2^-1074`` (:func:`down`, :func:`up`) is at least one
+  float, so it gives such a bound too, faster than ``nextafter``;
 * this holds with gradual underflow (subnormals are floats like any other)
   and at overflow (``fl(t) = inf`` means ``t`` is at least the largest
   float, which ``nextafter(inf, -inf)`` is); NaN (``0 * inf``, ``inf - inf``)
@@ -25,12 +27,12 @@ certificate falls back to ``arb`` balls when it does not hold.
 
 Products of intervals take the minimum and maximum of the four rounded end
 products, then step outwards; a rounded end product is within the rounding
-argument above, and ``min``/``max``/``nextafter`` are monotone.
+argument above, and ``min``/``max``/``down``/``up`` are monotone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -41,14 +43,29 @@ Interval = tuple[np.ndarray, np.ndarray]
 _NEG, _POS = -np.inf, np.inf
 
 
+_TINY = 2.0**-1074
+"""The smallest subnormal float64: the spacing of floats near 0."""
+_REL = 2.0**-52
+_MAX = float(np.finfo(np.float64).max)
+
+
 def down(x: np.ndarray) -> np.ndarray:
-    """The float before ``x`` (``x`` computed in round-to-nearest): a lower bound of its value."""
-    return np.nextafter(x, _NEG)
+    """A float ``<=`` the float before ``x`` (``x`` computed in round-to-nearest): a lower bound
+    of its value.
+
+    ``x - (|x| 2^-52 + 2^-1074)``: the subtrahend is at least the spacing of the
+    floats at ``x`` (proofs/interval_rounding.md, "Stepping outwards fast"), so
+    the exact difference is at most the float before ``x``, and rounding to
+    nearest is monotone.  ``down(inf)`` is the largest float (``inf`` stands for
+    values at least that); ``down(-inf) = -inf``.  About ten times faster than
+    ``np.nextafter``.
+    """
+    return np.where(x == _POS, _MAX, x - (np.abs(x) * _REL + _TINY))
 
 
 def up(x: np.ndarray) -> np.ndarray:
-    """The float after ``x``: an upper bound of the value ``x`` rounds."""
-    return np.nextafter(x, _POS)
+    """A float ``>=`` the float after ``x``: an upper bound of the value ``x`` rounds."""
+    return np.where(x == _NEG, -_MAX, x + (np.abs(x) * _REL + _TINY))
 
 
 def default_float_mode() -> bool:
@@ -153,3 +170,52 @@ def total(a: Interval) -> Interval:
     for j in range(1, a[0].shape[1]):
         lo, hi = down(lo + a[0][:, j : j + 1]), up(hi + a[1][:, j : j + 1])
     return lo, hi
+
+
+def scalar_range(c: fmpq, g: fmpq, k: fmpq, a1: fmpq, a2: fmpq) -> Callable[[Interval], Interval]:
+    """The range of ``f(p) = (a1 + a2 s) / sqrt(g s^2 + k)``, ``s = p - c``, over intervals.
+
+    For ``g, k >= 0`` with ``k > 0`` (exact rationals), returns a map from
+    float64 interval arrays ``(lo, hi)`` to interval arrays that contain
+    ``f([lo, hi])``, rigorously: ``f`` is evaluated at the two (float) ends with
+    the outward-rounded operations of :mod:`lncapacity.interval` (each an
+    enclosure of the exact value, proofs/interval_rounding.md), and ``f`` is
+    monotone on every interval that does not contain its one critical point
+    ``p* = c + a2 k / (a1 g)`` (``f' = (a2 k - a1 g s) / (g s^2 + k)^(3/2)``; none
+    when ``a1 g = 0``), so its range there is the hull of the end values.  An
+    interval that may contain ``p*`` (tested against an enclosure of the exact
+    ``p*``) gets the extremum ``sign(a1) sqrt(a1^2 / k + a2^2 / g)`` added, bounded
+    outwards (proofs/interval_rounding.md, "Scalar chains").  Unlike plain
+    interval evaluation (where ``s`` in the numerator and in the root widen
+    independently) the width grows only by ``|f'|`` and a few ulps per layer:
+    about what float64 itself loses.
+    """
+    if not (k > 0 and g >= 0):
+        raise ValueError("the range map needs k > 0 and g >= 0")
+    C, G, K, A1, A2 = (enclose([v]) for v in (c, g, k, a1, a2))
+
+    def at(x: np.ndarray) -> Interval:
+        s = down(x - C[1]), up(x - C[0])  # x - c, for c in [C0, C1]
+        num = add(A1, mul(A2, s))
+        den = sqrt(add(mul(G, square(s)), K))
+        return div_positive(num, den)
+
+    crit: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    if a1 != 0 and g != 0:
+        star = enclose([c + a2 * k / (a1 * g)])
+        extreme = sqrt(enclose([a1 * a1 / k + a2 * a2 / g]))
+        crit = (star[0], star[1], extreme[1] if a1 > 0 else -extreme[1])
+
+    def apply(p: Interval) -> Interval:
+        lo, hi = p
+        flo, fhi = at(lo), at(hi)
+        out_lo, out_hi = np.minimum(flo[0], fhi[0]), np.maximum(flo[1], fhi[1])
+        if crit is not None:
+            may = ~((hi < crit[0]) | (lo > crit[1]))  # NaN ends: "may" (and NaN stays)
+            if a1 > 0:
+                out_hi = np.where(may, np.maximum(out_hi, crit[2]), out_hi)
+            else:
+                out_lo = np.where(may, np.minimum(out_lo, crit[2]), out_lo)
+        return out_lo, out_hi
+
+    return apply

@@ -394,8 +394,8 @@ def test_arrays_longdouble_is_its_exact_value():
         (np.eye(2), [0, 1, 1], "X has 2 rows but y has 3 labels"),
         (np.eye(2), [[0], [1]], "y must be 1-D"),
         ([[1, 2], [3]], [0, 1], "different lengths"),
-        (np.array([["1", "2"]]), [0], "X must hold numbers"),
-        ([[1, "2"]], [0], "non-numeric value '2' at row 0, column 1"),
+        (np.array([[b"1", b"2"]]), [0], "X must hold numbers"),
+        ([[1, "two"]], [0], "non-numeric value 'two' at row 0, column 1"),
         ([[1, None]], [0], "non-numeric value None at row 0, column 1"),
         ([[1], [float("nan")]], [0, 1], "non-finite value nan at row 1, column 0"),
         (np.eye(2), [0.5, 1], "non-integral label 0.5 at row 0"),
@@ -423,3 +423,10 @@ def test_dedup_is_linear_time():
     X = np.arange(2 * n, dtype=np.int64).reshape(n, 2) % (n // 2 * 2)
     ps = points_from_arrays(X, np.zeros(n, dtype=int))
     assert ps.m + ps.duplicates == n
+
+
+def test_arrays_read_number_strings_as_csv_does():
+    """Issue 19: the Python API reads decimal and p/q strings and Fractions exactly."""
+    ps = points_from_arrays([["0.1", "3/4"], [Fraction(1, 3), " -2e-1 "]], [0, 1])
+    assert list(ps.X) == [(fmpq(1, 10), fmpq(3, 4)), (fmpq(1, 3), fmpq(-1, 5))]
+    assert list(points_from_arrays(np.array([["0.1", "1"]]), [0]).X) == [(fmpq(1, 10), fmpq(1))]

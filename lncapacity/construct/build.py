@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 from flint import fmpq
 
 from .. import __version__
@@ -22,11 +23,11 @@ from ..errors import InputError
 from ..fileformat import read_vector
 from ..model import Affine, Label, LNNet
 from .circle import build_circle, runs_fallback  # method "circle" (issue 18)
-from .fold import Chain, FoldStep, fold_layer, reversal
+from .fold import Chain, FoldStep, _fq, fold_layer, reversal
 from .multiclass import envelope, merge_runs_k, pma_k
 from .pma import Progress, order_groups, pma, power_of_two_near
 from .project import project, runs
-from .runfold import Unresolvable, merge_runs
+from .runfold import Unresolvable, interval_runs, merge_runs
 
 WIDTH = 3
 METHODS: dict[str, Callable[[Chain, Sequence[int], Progress | None], None]] = {
@@ -111,6 +112,8 @@ def build(
         # the data is finer than float64 can see: the paper's construction, which
         # needs no float search, still gives a certified net (not a float-faithful one)
         meta.update(method="pma", fallback=str(e))
+        if note := getattr(progress, "note", None):
+            note(f"method runs gave way to pma: {e}")
         fallback(chain, yk, progress)
     needed = len(chain.steps)
     if depth is not None:
@@ -203,7 +206,17 @@ def _pad(chain: Chain, count: int) -> None:
 
 
 def _threshold(chain: Chain, y: Sequence[int]) -> tuple[fmpq, int]:
-    """A rational strictly between the two label runs, and the left run's label."""
+    """A rational strictly between the two label runs, and the left run's label.
+
+    From the chain's float64 intervals when they separate the runs (rigorous
+    bounds, :func:`.runfold.interval_runs`), else from balls.
+    """
+    fast = interval_runs(chain, np.asarray(y))
+    if fast is not None and len(fast[1]) == 2:
+        (order, starts), (lo_f, hi_f) = fast, chain.intervals
+        left, right = order[: starts[1]], order[starts[1] :]
+        lo, hi = _fq(float(hi_f[left].max())), _fq(float(lo_f[right].min()))
+        return dyadic_between(lo, hi), y[int(order[0])]
     groups = order_groups(chain, [[k] for k in range(len(y))], y)
     labels = [y[g[0]] for g in groups]
     assert runs(labels) == 2, "the construction must end with two runs"

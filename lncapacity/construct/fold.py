@@ -24,8 +24,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from flint import arb, fmpq
 
+from .. import interval as iv
 from ..arith import arb_to_fmpq, ball, dyadic_between, format_rational, precision
 from ..fileformat import gadget_affine
 from ..model import Affine
@@ -70,6 +72,18 @@ class FoldStep:
             return lambda p: a1 / (g * (p - c) ** 2 + k).sqrt()
         return lambda p: (a1 + a2 * (p - c)) / (g * (p - c) ** 2 + k).sqrt()
 
+    def interval_map(self, eps: fmpq) -> Callable[[iv.Interval], iv.Interval]:
+        """``p -> p'`` on float64 interval arrays, rigorously (:func:`.interval.scalar_range`)."""
+        S, beta = self.scale, self.offset
+        alpha, gamma = self.read
+        return iv.scalar_range(
+            self.centre,
+            2 * S * S / 3,
+            2 * S * S * beta * beta + eps,
+            6 * alpha * beta * S,
+            2 * gamma * S,
+        )
+
     def meta(self) -> dict[str, Any]:
         """The layer's record in the gadget encoding (:func:`~lncapacity.fileformat.to_gadget`)."""
         meta: dict[str, Any] = {"kind": self.kind}
@@ -92,19 +106,22 @@ def reversal(chain: Chain, kind: str = "pad") -> FoldStep:
 
     (proofs/depth_and_padding.md, padding lemma.)
     """
-    everything = [list(range(len(chain.t)))]
-    lo, hi = chain.lower(everything), chain.upper(everything)
+    lo, hi = chain.bounds()
     span = max(hi - lo, fmpq(1, 2**20))
     centre = dyadic_between(lo - 2 * span, lo - span)
     return FoldStep(centre, dyadic_between(span / 2, span), kind=kind)
 
 
 class Chain:
-    """The scalars ``p_k`` of every point through a list of fold steps, as balls.
+    """The scalars ``p_k`` of every point through a list of fold steps.
 
-    Starts from exact rationals ``t`` (the projected points) and keeps balls at
-    the current working precision; :meth:`refine` doubles the precision and
-    replays every step from the exact start, so radii shrink as needed.
+    Starts from exact rationals ``t`` (the projected points).  Two rigorous
+    enclosures of every value are kept: :attr:`intervals`, float64 interval
+    arrays updated at every :meth:`push` (vectorised, :func:`~lncapacity.interval.scalar_range`),
+    and :attr:`values`, ``arb`` balls at the working precision :attr:`prec`,
+    computed only when read (then kept up to date); :meth:`refine` doubles the
+    precision and replays every step from the exact start, so radii shrink as
+    needed.
     """
 
     def __init__(self, t: Sequence[fmpq], eps: fmpq, prec: int = 96) -> None:
@@ -121,36 +138,68 @@ class Chain:
 
     def refresh(self) -> None:
         """Recompute every value from the exact start (also after editing ``steps``)."""
-        with precision(self.prec):
-            self.values = [ball(x) for x in self.t]
+        self._balls: list[arb] = []
+        self._done = -1  # steps the balls have been through; -1: not started
+        self._start = iv.enclose(self.t) if self.t else (np.empty(0), np.empty(0))
+        self._undo: list[iv.Interval] = []
+        p = self._start
+        with np.errstate(all="ignore"):
             for step in self.steps:
-                self._apply(step)
+                p = step.interval_map(self.eps)(p)
+        self.intervals: iv.Interval = p
 
-    def _apply(self, step: FoldStep) -> None:
-        f = step.ball_map(self.eps)
-        self.values = [f(p) for p in self.values]
+    @property
+    def values(self) -> list[arb]:
+        """The balls of every value after every step, at :attr:`prec` bits (computed lazily)."""
+        with precision(self.prec):
+            if self._done < 0:
+                self._balls = [ball(x) for x in self.t]
+                self._done = 0
+            for step in self.steps[self._done :]:
+                f = step.ball_map(self.eps)
+                self._balls = [f(p) for p in self._balls]
+            self._done = len(self.steps)
+        return self._balls
 
     def push(self, step: FoldStep) -> None:
         """Append a step and move every value through it."""
         self.steps.append(step)
-        with precision(self.prec):
-            self._apply(step)
+        self._undo = [*self._undo[-1:], self.intervals]
+        with np.errstate(all="ignore"):
+            self.intervals = step.interval_map(self.eps)(self.intervals)
 
     def pop(self) -> FoldStep:
-        """Remove the last step (replaying the rest from the exact start)."""
+        """Remove the last step."""
         step = self.steps.pop()
-        self.refresh()
+        if self._done > len(self.steps):
+            self._done = -1
+        if self._undo:
+            self.intervals = self._undo.pop()
+        else:
+            balls, done = self._balls, self._done
+            self.refresh()
+            self._balls, self._done = balls, done
         return step
 
     def lower(self, groups: Sequence[Sequence[int]]) -> fmpq:
         """An exact rational ``<=`` every value of the points in ``groups``."""
         with precision(self.prec):
-            return arb_to_fmpq(min(self.values[k].lower() for g in groups for k in g))
+            vals = self.values
+            return arb_to_fmpq(min(vals[k].lower() for g in groups for k in g))
 
     def upper(self, groups: Sequence[Sequence[int]]) -> fmpq:
         """An exact rational ``>=`` every value of the points in ``groups``."""
         with precision(self.prec):
-            return arb_to_fmpq(max(self.values[k].upper() for g in groups for k in g))
+            vals = self.values
+            return arb_to_fmpq(max(vals[k].upper() for g in groups for k in g))
+
+    def bounds(self) -> tuple[fmpq, fmpq]:
+        """Exact rationals ``lo <= every value <= hi``, from the intervals when finite."""
+        lo, hi = self.intervals
+        if len(lo) and np.isfinite(lo).all() and np.isfinite(hi).all():
+            return _fq(float(lo.min())), _fq(float(hi.max()))
+        everything = [list(range(len(self.t)))]
+        return self.lower(everything), self.upper(everything)
 
     def refine(self, steps_ahead: int = 0, limit: int = 1 << 20) -> None:
         """Raise the working precision (up to ``limit`` bits) and replay.
@@ -166,4 +215,9 @@ class Chain:
         per_step = (self.prec - accuracy) / max(len(self.steps), 1)
         projected = int(self.prec + 1.5 * per_step * steps_ahead)
         self.prec = min(max(2 * self.prec, projected), limit)
-        self.refresh()
+        self._done = -1
+
+
+def _fq(x: float) -> fmpq:
+    """A float as the exact dyadic rational it is."""
+    return fmpq(*x.as_integer_ratio())

@@ -40,7 +40,7 @@ from flint import fmpq
 
 from ..arith import precision
 from ..errors import ConstructionError
-from .fold import Chain, FoldStep
+from .fold import Chain, FoldStep, reversal
 from .pma import Progress, power_of_two_near
 
 SQRT3 = math.sqrt(3.0)
@@ -55,6 +55,8 @@ OPENING = np.array([1.0, 0.5, 0.1])
 WATCHED = 48
 """How many of the far gaps the score of a candidate looks at (see :func:`_watched`)."""
 MAX_PRECISION = 1 << 12
+MAX_RESCALES = 2
+"""Rescaling layers tried in a row before the method gives way (see :func:`merge_runs`)."""
 
 
 class Unresolvable(ConstructionError):
@@ -62,59 +64,178 @@ class Unresolvable(ConstructionError):
 
 
 def merge_runs(chain: Chain, y: Sequence[int], progress: Progress | None = None) -> None:
-    """Append layers to ``chain`` until at most two label runs remain, one run fewer each."""
+    """Append layers to ``chain`` until at most two label runs remain, one run fewer each.
+
+    When no candidate of the float search certifies (the label gaps fell below
+    float64 resolution relative to the values), an injective *rescale* layer
+    (:func:`~.fold.reversal`, kind ``"rescale"``: the order reversed, the values
+    spread over a fixed part of the amplitude, exactly) is tried first, at most
+    :data:`MAX_RESCALES` in a row and only while the depth stays within ``m - 2``;
+    then :class:`Unresolvable` (the caller gives way to ``pma``).
+    """
+    labels = np.asarray(y)
+    rs, rescaled = _runs(chain, y, labels), 0
     while True:
-        rs = certified_runs(chain, y)
         if rs is None:  # distinct, but closer than MAX_PRECISION bits can tell
             raise Unresolvable("the projected values are not separated")
+        count = len(rs[1])
         if progress:
-            progress(len(chain.steps), len(chain.steps) + max(0, len(rs) - 2))
-        if len(rs) <= 2:
+            progress(len(chain.steps), len(chain.steps) + max(0, count - 2))
+        if count <= 2:
             return
-        for step in _candidates(chain, rs):
-            chain.push(step)
-            after = certified_runs(chain, y)
-            if after is not None and len(after) == len(rs) - 1:
-                break
+        candidates = _candidates(chain, rs)
+        found = _first_certified(chain, candidates, rs, labels, None)
+        if found is None and rescaled < MAX_RESCALES and len(chain.steps) + count - 1 <= len(y) - 2:
+            # out of float resolution: rescale exactly (an injective layer spreading the
+            # values over a fixed part of the amplitude) and search again, while the
+            # depth stays within m - 2
+            chain.push(reversal(chain, kind="rescale"))
+            after = interval_runs(chain, labels)
+            if after is not None and len(after[1]) == count:
+                rs, rescaled = after, rescaled + 1
+                continue
             chain.pop()
-        else:
+        if found is None:  # the last resort: the candidates again, certified in balls
+            found = _first_certified(chain, candidates, rs, labels, y)
+        if found is None:
             raise Unresolvable(
                 f"layer {len(chain.steps) + 1}: no fold of the float64 search certified "
                 "(label gaps below float resolution)"
             )
+        rs, rescaled = found, 0
 
 
-def certified_runs(chain: Chain, y: Sequence[int]) -> list[list[int]] | None:
+Runs = tuple[np.ndarray, np.ndarray]
+"""``(order, starts)``: the points sorted by value, and where each label run starts."""
+
+
+def _first_certified(
+    chain: Chain, candidates: list[FoldStep], rs: Runs, labels: np.ndarray, y: Sequence[int] | None
+) -> Runs | None:
+    """Push the first candidate that certainly removes one run; its runs, or None (nothing
+    pushed).  From the float64 intervals only, or (``y`` given) from balls too: slow for
+    large sets, as the balls replay every layer."""
+    count = len(rs[1])
+    for step in candidates:
+        chain.push(step)
+        after = _moved_runs(chain, rs, labels) or interval_runs(chain, labels)
+        if after is None and y is not None:
+            after = _runs(chain, y, labels)
+        if after is not None and len(after[1]) == count - 1:
+            return after
+        chain.pop()
+    return None
+
+
+def _runs(chain: Chain, y: Sequence[int], labels: np.ndarray) -> Runs | None:
+    """:func:`interval_runs`, else :func:`certified_runs` in balls; None if undecided."""
+    rs = interval_runs(chain, labels)
+    if rs is not None:
+        return rs
+    slow = certified_runs(chain, y, labels)
+    if slow is None:
+        return None
+    return np.concatenate(slow), np.cumsum([0] + [len(r) for r in slow[:-1]])
+
+
+def _moved_runs(chain: Chain, before: Runs, labels: np.ndarray) -> Runs | None:
+    """The runs after a layer, from the hulls of the runs before it; None if they do not tell.
+
+    Each earlier run is taken whole: the interval hull of its points' intervals
+    (rigorous, as in :func:`interval_runs`).  Sorted by hull midpoints, with
+    neighbours of one label joined, the new runs are certain when every
+    different-label neighbour's hull lies strictly above the one before.  Costs
+    ``O(m)`` and a sort of the runs, not of the points.
+    """
+    lo, hi = chain.intervals
+    order, starts = before
+    m = len(order)
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+        return None
+    lens = np.diff(np.r_[starts, m])
+    rlo = np.minimum.reduceat(lo[order], starts)
+    rhi = np.maximum.reduceat(hi[order], starts)
+    k = np.argsort(rlo / 2 + rhi / 2, kind="stable")
+    rlo, rhi, lens, first = rlo[k], rhi[k], lens[k], starts[k]
+    lab = labels[order[first]]
+    new = np.r_[True, lab[1:] != lab[:-1]]
+    heads = np.nonzero(new)[0]
+    tops = np.maximum.reduceat(rhi, heads)
+    bottoms = np.minimum.reduceat(rlo, heads)
+    if not (tops[:-1] < bottoms[1:]).all():
+        return None
+    pos = np.r_[0, np.cumsum(lens[:-1])]  # where each earlier run now starts
+    gather = np.arange(m) - np.repeat(pos - first, lens)
+    return order[gather], pos[heads]
+
+
+def interval_runs(chain: Chain, labels: np.ndarray) -> Runs | None:
+    """The label runs from the chain's float64 intervals, each certainly below the next.
+
+    Sorted by interval midpoints; a run's top is the largest upper end of its
+    intervals, its bottom the smallest lower end.  The intervals enclose the
+    exact values (:func:`~lncapacity.interval.scalar_range`), so when
+    every top is below the next bottom (a float comparison of rigorous bounds,
+    decided exactly) the runs are certain.  None when they do not decide.
+    """
+    lo, hi = chain.intervals
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+        return None
+    order = np.argsort(lo / 2 + hi / 2, kind="stable")
+    lab = labels[order]
+    starts = np.r_[0, np.nonzero(lab[1:] != lab[:-1])[0] + 1]
+    tops = np.maximum.reduceat(hi[order], starts)
+    bottoms = np.minimum.reduceat(lo[order], starts)
+    if not (tops[:-1] < bottoms[1:]).all():
+        return None
+    return order, starts
+
+
+def certified_runs(chain: Chain, y: Sequence[int], labels: np.ndarray | None = None) -> Runs | None:
     """The label runs of the chain's values, each certainly below the next; None if unsure.
 
-    Sorted by ball midpoints; the precision is raised (to :data:`MAX_PRECISION`)
-    while two neighbouring runs overlap.  Within a run the order is irrelevant.
+    First from the float64 intervals (:func:`interval_runs`); if they cannot
+    tell, from balls, the precision raised (to :data:`MAX_PRECISION`) while two
+    neighbouring runs overlap.  Within a run the order is irrelevant.
     """
+    rs = interval_runs(chain, np.asarray(y) if labels is None else labels)
+    if rs is not None:
+        return np.split(rs[0], rs[1][1:])
     while True:
         with precision(chain.prec):
             vals = chain.values
             order = sorted(range(len(vals)), key=lambda k: vals[k].mid())
-            rs: list[list[int]] = []
+            runs: list[list[int]] = []
             for k in order:
-                if rs and y[rs[-1][0]] == y[k]:
-                    rs[-1].append(k)
+                if runs and y[runs[-1][0]] == y[k]:
+                    runs[-1].append(k)
                 else:
-                    rs.append([k])
-            tops = [max(vals[k].upper() for k in r) for r in rs]
-            bottoms = [min(vals[k].lower() for k in r) for r in rs]
+                    runs.append([k])
+            tops = [max(vals[k].upper() for k in r) for r in runs]
+            bottoms = [min(vals[k].lower() for k in r) for r in runs]
             if all(t < b for t, b in zip(tops[:-1], bottoms[1:], strict=True)):
-                return rs
+                return [np.asarray(r) for r in runs]
         if chain.prec >= MAX_PRECISION:
             return None
         chain.refine()
 
 
-def _candidates(chain: Chain, rs: list[list[int]], keep: int = 8) -> list[FoldStep]:
-    """The ``keep`` best admissible folds of this layer (both ends), best first."""
+def _midpoints(chain: Chain) -> np.ndarray:
+    """Float64 values of the chain (interval midpoints, else ball midpoints): a guide only."""
+    lo, hi = chain.intervals
+    p = lo / 2 + hi / 2
+    if np.isfinite(p).all():
+        return p
     with precision(chain.prec):
-        p = [float(v.mid()) for v in chain.values]
-    lo = np.array([min(p[k] for k in r) for r in rs])
-    hi = np.array([max(p[k] for k in r) for r in rs])
+        return np.array([float(v.mid()) for v in chain.values])
+
+
+def _candidates(chain: Chain, rs: Runs, keep: int = 8) -> list[FoldStep]:
+    """The ``keep`` best admissible folds of this layer (both ends), best first."""
+    p = _midpoints(chain)
+    order, starts = rs
+    lo = np.minimum.reduceat(p[order], starts)
+    hi = np.maximum.reduceat(p[order], starts)
     p0, p1 = lo[0], hi[-1]
     span = p1 - p0
     scored = []
@@ -157,8 +278,9 @@ def _scores(xl: np.ndarray, xh: np.ndarray) -> tuple[np.ndarray, ...]:
     opening = min(b1 - a, xl[3] - b1) if r > 3 else b1 - a  # proofs/runs_fold.md
     ws = np.r_[WIDTHS * (xh[2] - f), opening * OPENING]
     C, W = (g.ravel() for g in np.meshgrid(cs, ws, indexing="ij"))
-    tl = np.arctan((xl[None, :] - C[:, None]) / W[:, None])  # candidate x run
-    th = np.arctan((xh[None, :] - C[:, None]) / W[:, None])
+    near = min(r, 4)  # the runs the fold moves; beyond, the watched far gaps
+    tl = np.arctan((xl[None, :near] - C[:, None]) / W[:, None])  # candidate x run
+    th = np.arctan((xh[None, :near] - C[:, None]) / W[:, None])
     lo_psi = (th[:, 0] + th[:, 1]) / 2
     hi_psi = (tl[:, 1] + tl[:, 2]) / 2
     if r > 3:
@@ -174,15 +296,21 @@ def _scores(xl: np.ndarray, xh: np.ndarray) -> tuple[np.ndarray, ...]:
         gaps.append(np.minimum(vl[..., 0], vh[..., 2]) - vl[..., 3])
     smallest = np.minimum.reduce(gaps)
     if r > 4:
+        # far gaps cos(th_k - psi) - cos(tl_k+1 - psi), with cos(atan z) = 1 / sqrt(1 + z^2)
+        # and sin(atan z) = z cos(atan z): the differences first, then every angle
         k = _watched(xl, xh)
-        far = vh[..., k] - vl[..., k + 1]
+        zh = (xh[None, k] - C[:, None]) / W[:, None]
+        zl = (xl[None, k + 1] - C[:, None]) / W[:, None]
+        ch, cl = 1 / np.sqrt(1 + zh * zh), 1 / np.sqrt(1 + zl * zl)
+        dc, ds = ch - cl, zh * ch - zl * cl
+        far = dc[:, None, :] * cp + ds[:, None, :] * sp
         smallest = np.minimum(smallest, far.min(axis=-1))
     ok = (hi_psi > lo_psi)[:, None] & (smallest > 0)
     # soft minimum (sum g^-8)^(-1/8), scaled by the smallest gap against overflow
     t = np.where(ok, smallest, 1.0)[..., None]
     total = sum(_eighth_power(t[..., 0] / g) for g in gaps)
     if r > 4:
-        total = total + _eighth_power(t / far).sum(axis=-1)
+        total = total + _eighth_power(np.divide(t, far, out=far)).sum(axis=-1)
     score = np.where(ok, t[..., 0] * total ** (-1 / 8), -np.inf)
     K = psi.shape[1]
     return score.ravel(), np.repeat(C, K), np.repeat(W, K), psi.ravel()
@@ -199,7 +327,7 @@ def _watched(xl: np.ndarray, xh: np.ndarray, count: int = WATCHED) -> np.ndarray
     k = np.arange(3, len(xl) - 1)
     if len(k) <= 2 * count:
         return k
-    smallest = k[np.argsort(xl[k + 1] - xh[k])[:count]]
+    smallest = k[np.argpartition(xl[k + 1] - xh[k], count)[:count]]
     return np.union1d(smallest, k[np.linspace(0, len(k) - 1, count).astype(int)])
 
 
