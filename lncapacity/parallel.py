@@ -62,3 +62,9 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
         if p.is_alive():  # pragma: no cover - a worker that ignores SIGTERM
             p.kill()
             p.join(timeout=5)
+    # let the pool's manager thread finish (it closes its wake-up pipe) before the
+    # interpreter's exit hook writes to that pipe: otherwise the two race, and a stray
+    # "Exception ignored ... Bad file descriptor" reaches stderr after our one line
+    manager = getattr(pool, "_executor_manager_thread", None)
+    if manager is not None:
+        manager.join(timeout=5)
