@@ -53,6 +53,7 @@ def imap(fn: Callable[[T], R], tasks: Iterable[T], workers: int) -> Iterator[R]:
 def _terminate(pool: ProcessPoolExecutor) -> None:
     """Stop a pool's workers now and reap them: nothing survives the parent's exit."""
     processes = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)  # shutdown() forgets it
     for p in processes:
         if p.is_alive():
             p.terminate()
@@ -65,6 +66,5 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
     # let the pool's manager thread finish (it closes its wake-up pipe) before the
     # interpreter's exit hook writes to that pipe: otherwise the two race, and a stray
     # "Exception ignored ... Bad file descriptor" reaches stderr after our one line
-    manager = getattr(pool, "_executor_manager_thread", None)
     if manager is not None:
         manager.join(timeout=5)
