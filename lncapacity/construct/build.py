@@ -99,11 +99,7 @@ def build(
         if net is not None:
             return net
         method = "runs"  # build_circle noted why in meta["fallback"]
-    X, scale, offset = _normalise(points.X)
-    w, t = project(X, yk, seed=seed)
-    # t = w . (x - offset) / scale = read . x - shift
-    read = tuple(wi / si for wi, si in zip(w, scale, strict=True))
-    shift = sum((r * o for r, o in zip(read, offset, strict=True)), fmpq(0))
+    t, read, shift = projected(points.X, yk, seed)
     chain = Chain(t, eps_q)
     methods, fallback = (METHODS, pma) if k == 2 else (K_METHODS, pma_k)
     try:
@@ -116,13 +112,7 @@ def build(
             note(f"method runs gave way to pma: {e}")
         fallback(chain, yk, progress)
     needed = len(chain.steps)
-    if depth is not None:
-        if needed > depth:
-            raise InputError(
-                f"this labeling needs {needed} LayerNorm layer{'s' * (needed != 1)}, "
-                f"more than {depth}"
-            )
-        _pad(chain, depth - needed)
+    pad_to(chain, depth, _pad)
     meta.update(projection=[str(r) for r in read], folds=needed, depth=len(chain.steps))
     if k > 2:
         meta["warps"] = sum(step.kind == "warp" for step in chain.steps)
@@ -153,6 +143,30 @@ def build(
     W = tuple(tuple(rows[c][0] * a for a in read) if c in rows else _zeros(read) for c in cls)
     b = tuple(rows[c][1] if c in rows else absent for c in cls)
     return LNNet(points.d, WIDTH, eps_q, tuple(layers), Affine(W, b, kind), cls, meta)
+
+
+def projected(
+    X: Sequence[Sequence[fmpq]], y: Sequence[int], seed: int
+) -> tuple[list[fmpq], tuple[fmpq, ...], fmpq]:
+    """The projected values ``t`` of the normalised points, and the first layer's read of
+    the raw ones: ``t = read . x - shift`` exactly (:func:`_normalise`, :func:`.project`)."""
+    Xn, scale, offset = _normalise(X)
+    w, t = project(Xn, y, seed=seed)
+    read = tuple(wi / si for wi, si in zip(w, scale, strict=True))
+    shift = sum((r * o for r, o in zip(read, offset, strict=True)), fmpq(0))
+    return t, read, shift
+
+
+def pad_to(chain: Any, depth: int | None, pad: Callable[[Any, int], None]) -> None:
+    """Pad ``chain`` to exactly ``depth`` layers; an error if it already has more."""
+    needed = len(chain.steps)
+    if depth is None:
+        return
+    if needed > depth:
+        raise InputError(
+            f"this labeling needs {needed} LayerNorm layer{'s' * (needed != 1)}, more than {depth}"
+        )
+    pad(chain, depth - needed)
 
 
 def _normalise(

@@ -318,8 +318,7 @@ def build_exact(
     """The net of :func:`exact_pma` for two classes (see :func:`lncapacity.build`)."""
     from ..errors import InputError
     from ..model import LNNet
-    from .build import WIDTH, _normalise, _zeros
-    from .project import project
+    from .build import WIDTH, _zeros, pad_to, projected
 
     present = sorted(set(points.y), key=cls.index)
     if len(present) > 2:
@@ -327,19 +326,10 @@ def build_exact(
             f"exact merges are the paper's binary algorithm: {len(present)} classes present"
         )
     yk = [present.index(label) for label in points.y]
-    X, scale, offset = _normalise(points.X)
-    w, t = project(X, yk, seed=seed)
-    read = tuple(wi / si for wi, si in zip(w, scale, strict=True))
-    shift = sum((r * o for r, o in zip(read, offset, strict=True)), fmpq(0))
+    t, read, shift = projected(points.X, yk, seed)
     chain = exact_pma(t, yk, eps, progress)
     needed = len(chain.steps)
-    if depth is not None:
-        if needed > depth:
-            raise InputError(
-                f"this labeling needs {needed} LayerNorm layer{'s' * (needed != 1)}, "
-                f"more than {depth}"
-            )
-        pad(chain, depth - needed)
+    pad_to(chain, depth, pad)
     theta, left = threshold(chain)
     meta.update(
         method="pma",
