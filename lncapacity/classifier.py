@@ -94,7 +94,8 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
     Parameters (stored unvalidated, as scikit-learn requires; checked by ``fit``):
     ``eps`` LayerNorm epsilon (exact, >= 0); ``depth`` pad to exactly this many
     LayerNorm layers (``None``: as few as the construction needs); ``method``
-    the construction (``"runs"`` or the paper's ``"pma"``); ``seed`` for the
+    the construction (``"auto"``, ``"runs"``, ``"circle"`` or the paper's ``"pma"``: see
+    :func:`~lncapacity.build`); ``seed`` for the
     projection; ``backend`` of ``predict`` (``"auto"``, the default: ``"float64"``
     when it is right on every training point, else ``"exact"``; or ``"float64"``,
     ``"float32"``, ``"torch-float64"``, ``"torch-float32"``, ``"exact"``; a torch
@@ -110,7 +111,7 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
         self,
         eps: object = 0,
         depth: int | None = None,
-        method: str = "runs",
+        method: str = "auto",
         seed: int = 0,
         backend: str = "auto",
     ) -> None:

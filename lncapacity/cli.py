@@ -24,7 +24,7 @@ from typing import Any
 from . import __version__, fileformat, floats
 from .arith import json_float
 from .certify import Certificate, certify, exact_scores
-from .construct import DEFAULT_METHOD, METHODS, build
+from .construct import CHOICES, DEFAULT_METHOD, build
 from .data import PointSet, load_points
 from .errors import ConstructionError, InputError
 from .model import LNNet
@@ -134,10 +134,10 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--method",
         default=DEFAULT_METHOD,
-        choices=list(METHODS),
-        help="construction: runs (one label run fewer per layer, float-faithful; default), "
-        "pma (the paper's algorithm) or circle (whole circle maps per layer, far shallower; "
-        "two classes)",
+        choices=list(CHOICES),
+        help="construction: auto (default: circle for three or more classes, else runs), "
+        "runs (one label run fewer per layer, float-faithful), pma (the paper's algorithm) "
+        "or circle (whole circle maps per layer, searched, far shallower; runs when not)",
     )
     c.add_argument("--seed", type=int, default=0, help="seed for the choice of projection")
     c.add_argument(
@@ -663,6 +663,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK if account["certificate"]["all_certified"] else EXIT_BAD
 
 
+def _gave_way(method: str | None, to: str = "") -> str:
+    """How a fallback note begins: runs gave way to pma, or (circle's own notes) nothing."""
+    return f"runs gave way{to}: " if method == "pma" else ""
+
+
 def _explain_lines(account: dict[str, Any], points: PointSet) -> list[str]:
     """The text of ``lncapacity explain`` (and of ``certify --explain``)."""
     n, c = account["net"], account["certificate"]
@@ -673,7 +678,7 @@ def _explain_lines(account: dict[str, Any], points: PointSet) -> list[str]:
         + (f", method {n['method']}" if n["method"] else ""),
     ]
     if n["meta"].get("fallback"):
-        lines.append(f"runs gave way to pma: {n['meta']['fallback']}")
+        lines.append(f"{_gave_way(n['method'], ' to pma')}{n['meta']['fallback']}")
     if first:
         lines.append(
             f"input projection: {first['runs']} label runs, smallest label gap "
@@ -909,7 +914,7 @@ def _text(s: dict[str, Any]) -> str:
             else ""
         )
         + (f", method {s['method']}" if s["method"] else "")
-        + (f" (runs gave way: {s['fallback']})" if s.get("fallback") else "")
+        + (f" ({_gave_way(s['method'])}{s['fallback']})" if s.get("fallback") else "")
         + f", eps {_eps_text(s['eps'])}",
         f"certified: {s['certified']}/{s['points']} points"
         + (

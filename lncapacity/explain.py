@@ -95,8 +95,14 @@ KINDS = {
     "pma-reverse": "an injective fold (order reversed) inside the paper's algorithm",
     "runs": "one label run fewer: an end run is folded onto a later run of its label "
     "(with two classes, the third from that end)",
-    "pad": "padding: an injective fold (order reversed), nothing merges",
+    "pad": "padding: an injective layer, nothing merges",
     "constant": "one class only: a constant layer",
+    "circle-first": "the angle of a 2-D affine image of the input, around a centre "
+    "(circle method, proofs/circle_maps.md)",
+    "circle": "a whole circle map: the circle folded at the two tangent points from a "
+    "pole, its two arcs merged, then re-spaced",
+    "trained": "a layer of a small net trained by Adam, kept as exact dyadic weights "
+    "(a warm start of the circle search)",
     "fold": "a plain fold",
     "warp": "an injective warp that breaks a mirror symmetry before a fold",
 }
@@ -551,6 +557,8 @@ def _describe_kind(kind: str | None, meta: Mapping[str, Any], why: str | None = 
         return "a layer without construction notes"
     if kind in KINDS:
         words = KINDS[kind]
+        if "boundaries" in meta:  # the circle method's count around the circle after it
+            words += f"; {meta['boundaries']} label boundaries around the circle after it"
     else:
         params = [f"{k} {_show(v)}" for k, v in meta.items() if k not in ("kind", "why")]
         words = f"a layer of kind {kind!r}" + (f" ({', '.join(params)})" if params else "")

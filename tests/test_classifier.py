@@ -28,7 +28,7 @@ except ImportError:  # no scikit-learn, or one older than 1.6
 
 XOR_X = np.array([[0, 0], [0, 1], [1, 0], [1, 1]], dtype=float)
 XOR_Y = np.array([0, 1, 1, 0])
-DEFAULTS = {"eps": 0, "depth": None, "method": "runs", "seed": 0, "backend": "auto"}
+DEFAULTS = {"eps": 0, "depth": None, "method": "auto", "seed": 0, "backend": "auto"}
 
 
 def random_binary(m: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -212,7 +212,7 @@ def test_without_sklearn_the_stand_in_works():
         from lncapacity.classifier import HAVE_SKLEARN, LNNetClassifier, NotFittedError
         assert not HAVE_SKLEARN and issubclass(NotFittedError, ValueError)
         clf = LNNetClassifier(depth=2)
-        assert clf.get_params() == dict(eps=0, depth=2, method="runs", seed=0, backend="auto")
+        assert clf.get_params() == dict(eps=0, depth=2, method="auto", seed=0, backend="auto")
         assert clf.set_params(seed=5) is clf and clf.seed == 5
         try:
             clf.set_params(colour=1)
@@ -259,7 +259,7 @@ def test_clone_preserves_params_and_drops_the_fit():
     assert copy is not clf
     assert copy.get_params() == clf.get_params()
     assert copy.get_params() == {
-        "eps": "1/1000", "depth": 4, "method": "runs", "seed": 3, "backend": "float32"
+        "eps": "1/1000", "depth": 4, "method": "auto", "seed": 3, "backend": "float32"
     }  # fmt: skip
     assert not hasattr(copy, "net_") and not hasattr(copy, "classes_")
 

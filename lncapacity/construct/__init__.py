@@ -1,10 +1,11 @@
 """Constructions of LN-Nets with exact rational weights (seed 000, Algorithm 1)."""
 
-from .build import DEFAULT_METHOD, METHODS, build
+from .build import CHOICES, DEFAULT_METHOD, METHODS, build
 from .fold import Chain, FoldStep, fold_layer
 from .project import project, runs
 
 __all__ = [
+    "CHOICES",
     "DEFAULT_METHOD",
     "METHODS",
     "Chain",

@@ -41,7 +41,12 @@ K_METHODS: dict[str, Callable[[Chain, Sequence[int], Progress | None], None]] = 
     "circle": merge_runs_k,
 }
 """The same methods for three or more classes (:mod:`.multiclass`)."""
-DEFAULT_METHOD = "runs"
+DEFAULT_METHOD = "auto"
+"""``circle`` for three or more classes (``runs`` loses float resolution there, multiclass
+§6, and gives way to ``pma``; circle is far shallower and float64-faithful when it finds a
+net, and uses ``runs`` when it does not), ``runs`` for two (as fast as it is shallow enough;
+circle is shallower but its search costs seconds to minutes)."""
+CHOICES = ("auto", *METHODS)
 
 
 def build(
@@ -65,21 +70,25 @@ def build(
     the readout's rows (default: the sorted labels present), so a labeling that
     uses one class of two still scores both.  ``method``: ``"runs"`` (one label
     run fewer per layer, float-faithful; falls back to ``"pma"`` when the labels
-    are closer than float64 can resolve, noted in ``meta["fallback"]``) or
-    ``"pma"`` (the paper's algorithm).  At most ``m - 2`` layers for ``m``
+    are closer than float64 can resolve, noted in ``meta["fallback"]``),
+    ``"pma"`` (the paper's algorithm), ``"circle"`` (whole circle maps per layer,
+    searched; ``runs`` when that is not shallower) or ``"auto"`` (the default:
+    :data:`DEFAULT_METHOD`).  At most ``m - 2`` layers for ``m``
     distinct points (seed 000, Theorem).  ``exact=True`` (with ``method="pma"``, two
     classes): the paper's algorithm to the letter, fold centres at the true midpoints
     (algebraic numbers, :mod:`.exact`, proofs/exact_merges.md), so merged values are equal.
     """
     points = X if isinstance(X, PointSet) else points_from_arrays(X, y)
     eps_q = _eps(eps)
-    if method not in METHODS:
-        raise InputError(f"unknown method {method!r} (choose from {', '.join(METHODS)})")
+    if method not in CHOICES:
+        raise InputError(f"unknown method {method!r} (choose from {', '.join(CHOICES)})")
     if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 0):
         raise InputError(f"depth must be a non-negative integer, got {depth!r}")
     cls = tuple(points.classes if classes is None else classes)
     if missing := sorted(set(points.y) - set(cls), key=str):
         raise InputError(f"labels {missing} are not among the classes {list(cls)}")
+    if method == "auto":
+        method = "circle" if len(set(points.y)) > 2 else "runs"
     meta: dict[str, Any] = {"generator": f"lncapacity {__version__}", "method": method}
     if exact:
         if method != "pma":

@@ -69,6 +69,10 @@ WORK = 600_000
 Progress = Callable[[int, int], None]
 
 
+ROUNDING_FIRST = 2.0**-44
+"""Float64 error (radians) assumed for the angles after the first layers (a start value)."""
+
+
 @dataclass
 class State:
     """The points after some layers, exactly as float64 computes them."""
@@ -80,6 +84,8 @@ class State:
     gap: float = 0.0
     finish: float | None = None
     """Cache of :func:`finish`."""
+    err: Any = ROUNDING_FIRST
+    """Bound (estimated, per point or one for all) on the float64 error of the angles."""
 
 
 def boundaries_cyclic(labels: np.ndarray) -> np.ndarray:
@@ -433,6 +439,7 @@ def _children(
 ) -> list[State]:
     """The states one fold layer after ``st``, from its ``keep`` best poles."""
     P = plane(st.H)
+    phi = np.arctan2(P[:, 1], P[:, 0])
     out = []
     for b, _, q in _fold_layer_candidates(P, y, rng, candidates, keep):
         base = math.atan2(-q[1], -q[0])
@@ -446,12 +453,37 @@ def _children(
         layer = _affine(
             s * E @ Mq @ E.T / SQRT3, -s * E @ Mq @ q, {"kind": "circle", "boundaries": b}
         )
-        H = _apply(st.H, *_floats(layer), eps)
+        W, bias = _floats(layer)
+        H = _apply(st.H, W, bias, eps)
         theta = np.arctan2(*(plane(H)).T[::-1])
-        bb, gg, _ = _score_orders(theta[None, :], y, cyclic=True)
-        if gg[0] >= GAP_MIN:
-            out.append(State(H, [*st.layers, layer], int(bb[0]), float(gg[0])))
+        # the layer's slope at every point (a small turn of its input), to carry the float
+        # error of the earlier layers through it
+        turned = SQRT3 * np.c_[np.cos(phi + TURN), np.sin(phi + TURN)] @ E.T
+        after = np.arctan2(*(plane(_apply(turned, W, bias, eps))).T[::-1])
+        slope = np.abs((after - theta + math.pi) % (2 * math.pi) - math.pi) / TURN
+        err = slope * st.err + ROUNDING
+        bb, gg = _boundaries_and_gap(theta, y, err)
+        if gg >= GAP_MIN:
+            out.append(State(H, [*st.layers, layer], bb, gg, err=err))
     return out
+
+
+TURN = 2.0**-20
+"""The turn (radians) by which :func:`_children` measures a layer's slope."""
+ROUNDING = 2.0**-49
+"""Float64 error (radians) one layer adds to an angle near ``sqrt(3)`` in size: a few ulps."""
+SAFETY = 16.0
+"""How many times the neighbours' accumulated float error a label gap must exceed to count."""
+
+
+def _boundaries_and_gap(theta: np.ndarray, y: np.ndarray, err: np.ndarray) -> tuple[int, float]:
+    """Boundaries around the circle and the smallest label gap, less :data:`SAFETY` times the
+    float64 error the two neighbours may carry (so that float64 and the exact net agree)."""
+    order = np.argsort(theta, kind="stable")
+    srt, lab, e = theta[order], y[order], err[order]
+    diff = np.diff(np.r_[srt, srt[0] + 2 * math.pi]) - SAFETY * (e + np.roll(e, -1))
+    change = lab != np.roll(lab, -1)
+    return int(change.sum()), float(diff[change].min()) if change.any() else math.inf
 
 
 def search(
@@ -503,7 +535,7 @@ def search(
         history[depth] = best.boundaries
         if handoff:
             for st in states:
-                if kept is None or finish(st, y) < finish(kept, y):
+                if finish(st, y) < (math.inf if kept is None else finish(kept, y)):
                     kept = st
         if progress:
             guess = depth + _estimate(best.boundaries - k + 2)
@@ -518,6 +550,12 @@ def search(
             # hand over once runs from the kept state beats the circle's recent pace
             pace = (history[depth - PATIENCE] - best.boundaries) / PATIENCE
             if pace <= 0 or finish(kept, y) <= depth + (best.boundaries - k) / pace:
+                break
+        if depth - 2 * PATIENCE in history and best.boundaries - k > 2 * PATIENCE:
+            # give up when the pace over the last layers cannot finish within max_depth
+            # (not near the end, where a few boundaries may take a few tries)
+            pace = (history[depth - 2 * PATIENCE] - best.boundaries) / (2 * PATIENCE)
+            if pace <= 0 or depth + (best.boundaries - k) / pace > GIVE_UP * max_depth:
                 break
         expanded = [c for st in states for c in _children(st, y, eps, rng, candidates, 2 * beam)]
         expanded.sort(key=_rank)
@@ -534,6 +572,9 @@ def search(
 
 PATIENCE = 6
 """Layers over which the handoff search measures its pace (boundaries removed per layer)."""
+GIVE_UP = 1.5
+"""The search stops when its pace over ``2 PATIENCE`` layers projects more than this many
+times ``max_depth`` (it would not beat ``runs``: the time is better spent there)."""
 HANDOFF_ARC = 0.9 * math.pi
 """The widest arc of points ``runs`` can take over: ``a . h`` is monotone in the angle on it."""
 HANDOFF_GAP = 2.0**-16
@@ -774,7 +815,8 @@ def circle_state(
 ) -> State | None:
     """The best state of :func:`search` over ``restarts`` seeds (default :data:`RESTARTS`
     for at most :data:`SMALL` points, else one), each asked to beat the best so far;
-    ``warm``: trained nets compete as starts (the first seed only).  With ``handoff``
+    ``warm``: trained nets compete as starts (the first seed, more than :data:`SMALL`
+    points).  With ``handoff``
     states are compared by :func:`finish`, otherwise only finished ones count."""
     m = len(y)
     candidates = max(200, min(4000, WORK // max(m, 1)))
@@ -796,7 +838,9 @@ def circle_state(
                 seed=seed * RESTARTS + r,
                 beam=beam,
                 candidates=candidates,
-                warm=warm and r == 0,  # trained starts once: they cost more than a search
+                # trained starts once, and for more than SMALL points only: they cost more
+                # than a search, and small sets get RESTARTS seeds instead
+                warm=warm and r == 0 and m > SMALL,
                 handoff=handoff,
                 progress=progress,
             )
