@@ -1,4 +1,4 @@
-"""Whole circle maps per layer: far shallower nets (``--method circle``, binary so far).
+"""Whole circle maps per layer: far shallower nets (``--method circle``, any number of classes).
 
 With ``eps = 0`` every width-3 LayerNorm output lies on the circle of radius
 ``sqrt(3)`` in the plane orthogonal to ``(1, 1, 1)``.  In the orthonormal basis
@@ -8,29 +8,28 @@ the angle only (proofs/circle_maps.md)::
     layer 1:    x   -> arg(N x + c)               (N: 2 x d),
     layer l>1:  phi -> arg(M (e(phi) - q))          (M: 2 x 2, q in the plane),
 
-and the readout ``z_1 - z_0 = w . h + r`` keeps an arc of the circle (binary:
-two arcs, one per label).  ``phi -> arg(M (e(phi) - q))`` has at most two
-monotone pieces; for ``|q| > 1`` it *folds* the circle at the two points of
-contact of the tangents from ``q`` and merges the two arcs in the order of the
-lines through ``q``.  The order of the points after the layer depends on ``q``
-alone; ``M`` only spreads them (a projective map of the directions).
+and the readout keeps each class on an arc of the circle (two classes: a
+chord; ``k``: the polygon inscribed at the cuts, proofs/multiclass.md §7).
+``phi -> arg(M (e(phi) - q))`` has at most two monotone pieces; for ``|q| > 1``
+it *folds* the circle at the two points of contact of the tangents from ``q``
+and merges the two arcs in the order of the lines through ``q``.  The order of
+the points after the layer depends on ``q`` alone; ``M`` only spreads them (a
+projective map of the directions).
 
 So a net is searched combinatorially: the first layer's 2-D image and centre,
 then per layer a pole ``q`` (equivalently its two fold points), scored by the
 number ``B`` of label boundaries around the circle after the layer, then by the
-smallest angle between neighbours of different labels (what float arithmetic
-must resolve; neighbours of one label may merge freely).  A small beam of the
-best states is kept.  ``M = diag(1, k) R`` with ``k`` from a grid spreads the
-image.  Every weight is a float64, i.e. an exact dyadic rational, and the
-search tracks the points exactly as NumPy float64 runs the net; the finished
-net is certified by :func:`lncapacity.certify` (ball arithmetic) in
-:func:`lncapacity.construct.build`.  With ``eps > 0`` the output lies strictly
+smallest angle between neighbours of different labels, less the float error
+their angles may carry (what float arithmetic must resolve; neighbours of one
+label may merge freely).  A small beam of the best states is kept; the search
+stops at ``k`` boundaries (every class one arc).  ``M = diag(1, k) R`` with
+``k`` from a grid spreads the image.  Every weight is a float64, i.e. an exact
+dyadic rational, and the search tracks the points exactly as NumPy float64
+runs the net; the finished net is certified by :func:`lncapacity.certify` (ball
+arithmetic) in :func:`build_circle`.  With ``eps > 0`` the output lies strictly
 inside the disc: each layer is scaled by a power of two so that ``eps`` shifts
-the radius by less than ``2^-40`` (the angle never depends on ``eps``).
-
-Binary only: the score counts boundaries between two labels, and the readout
-is a chord.  ``k`` classes as arcs need the score "arcs beyond k" and a readout
-with one row per arc (see :func:`readout`); the search is label-agnostic.
+the radius by less than ``2^-40`` (the angle never depends on ``eps``).  With
+two classes the search may hand over to ``runs`` (:class:`Handoff`).
 """
 
 from __future__ import annotations
@@ -577,10 +576,11 @@ GIVE_UP = 1.5
 times ``max_depth`` (it would not beat ``runs``: the time is better spent there)."""
 HANDOFF_ARC = 0.9 * math.pi
 """The widest arc of points ``runs`` can take over: ``a . h`` is monotone in the angle on it."""
-HANDOFF_GAP = 2.0**-16
+HANDOFF_GAP = 2.0**-20
 """The smallest label gap (radians) of a state ``runs`` takes over: its float search needs
-room (measured on 400 random points in R^3: from a state with gaps near ``2^-24``, runs
-ran out of float resolution within 40 layers; from ``2^-16`` it finished)."""
+room (measured on random points in R^3: from a state with gaps near ``2^-24`` (m = 400),
+runs ran out of float resolution within 40 layers; from ``2^-16`` (m = 400) and ``2^-20``
+(m = 1000) it finished).  When it does not, ``build`` uses ``runs`` alone."""
 
 
 def handoff_read(H: np.ndarray) -> np.ndarray | None:
