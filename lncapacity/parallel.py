@@ -66,5 +66,5 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
     # let the pool's manager thread finish (it closes its wake-up pipe) before the
     # interpreter's exit hook writes to that pipe: otherwise the two race, and a stray
     # "Exception ignored ... Bad file descriptor" reaches stderr after our one line
-    if manager is not None:
+    if manager is not None and manager.ident is not None:  # never started: nothing to join
         manager.join(timeout=5)

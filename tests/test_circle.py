@@ -153,7 +153,7 @@ def test_every_three_class_labeling_of_five_points_on_a_line_is_certified():
         points = _line(labels)
         net = build(points, method="circle")
         assert certify(net, points).all_certified, labels
-        assert net.depth <= build(points).depth  # circle, or runs when it is not shallower
+        assert net.depth <= build(points, method="runs").depth  # circle, or runs if not shallower
         assert check(net, points, "float64").all_agree, labels
 
 
@@ -165,7 +165,7 @@ def test_random_k_class_sets_get_circle_nets_far_shallower_than_runs(k, eps):
     points = points_from_arrays(X, y)
     net = build(points, method="circle", eps=eps)
     assert net.meta["method"] == "circle" and net.readout.meta["kind"] == "arcs"
-    assert net.depth < build(points, eps=eps).depth
+    assert net.depth < build(points, method="runs", eps=eps).depth
     cert = certify(net, points)
     assert cert.all_certified and cert.min_margin > 0
     assert check(net, points, "float64").all_agree

@@ -234,7 +234,7 @@ def test_without_sklearn_the_stand_in_works():
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
-    expected = "LNNetClassifier(eps=0, depth=2, method='runs', seed=5, backend='auto')"
+    expected = "LNNetClassifier(eps=0, depth=2, method='auto', seed=5, backend='auto')"
     assert p.stdout.strip() == expected
 
 
