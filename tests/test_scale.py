@@ -16,7 +16,8 @@ from lncapacity import build, certify, points_from_arrays
 from lncapacity import interval as iv
 from lncapacity.arith import precision
 from lncapacity.certify import scalar_chain, scalar_interval_pass
-from lncapacity.cli import Bar, _fold_key, _margin_text
+from lncapacity.cli import Bar, _margin_text
+from lncapacity.shatter import fold_order
 
 
 def _random_set(m: int, seed: int = 0):
@@ -145,7 +146,7 @@ def test_bar_prints_plain_lines_off_a_tty(monkeypatch):
 
 def test_output_helpers():
     items = {"10": 1, "2": 3, "0": 1, "search": 2, "1": 1}
-    assert [k for k, _ in sorted(items.items(), key=_fold_key)] == ["0", "1", "2", "10", "search"]
+    assert [k for k, _ in sorted(items.items(), key=fold_order)] == ["0", "1", "2", "10", "search"]
     assert _margin_text(0.0) == "> 0 (below 1e-308)"
     assert float(_margin_text(0.1)) == 0.1
 
