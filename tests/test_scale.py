@@ -176,3 +176,101 @@ def test_require_float_fails_the_run(tmp_path):
         assert bad.returncode == 0
     unknown = subprocess.run([*base, "--require-float", "float16"], capture_output=True, text=True)
     assert unknown.returncode == 2 and "unknown backend" in unknown.stderr
+
+
+def _runs_chain(m: int):
+    from lncapacity.construct.build import _normalise
+    from lncapacity.construct.fold import Chain
+    from lncapacity.construct.project import project
+    from lncapacity.construct.runfold import merge_runs
+
+    points = _random_set(m)
+    X, _, _ = _normalise(points.X)
+    y = [int(v) for v in points.y]
+    _, t = project(X, y)
+    chain = Chain(t, fmpq(0))
+    merge_runs(chain, y)
+    return chain, np.asarray(y)
+
+
+def test_tightener_encloses_each_value_narrowly():
+    from lncapacity.construct.runfold import TIGHT_PRECISION, Tightener
+
+    chain, _ = _runs_chain(120)
+    tight = Tightener()
+    chain.prec = 1024
+    chain.refresh()
+    with precision(chain.prec):
+        balls = chain.values
+    for k in range(0, len(balls), 7):
+        with precision(TIGHT_PRECISION):
+            a, b = tight._enclosure(chain, k)
+            assert a.rad() == 0 and b.rad() == 0 and a <= b
+            assert float(b - a) < 2.0**-150  # the range form: no dependency loss per layer
+        with precision(chain.prec):
+            assert not (balls[k] < a) and not (balls[k] > b)  # each contains the exact value
+    # cached: advancing over a step pushed later gives the same as starting afresh
+    step = chain.steps[-1]
+    chain.pop()
+    fresh = Tightener()
+    with precision(TIGHT_PRECISION):
+        early = fresh._enclosure(chain, 3)
+        chain.push(step)
+        assert fresh._enclosure(chain, 3) == Tightener()._enclosure(chain, 3)
+        assert early != fresh._enclosure(chain, 3)
+
+
+def test_tightener_range_holds_the_extremum():
+    from lncapacity.construct.runfold import TIGHT_PRECISION, Tightener
+
+    chain, _ = _runs_chain(60)
+    step = next(s for s in chain.steps if s.read[1] != 0)  # a fold point off the centre
+    S, beta = step.scale, step.offset
+    alpha, gamma = step.read
+    c, g, k = step.centre, 2 * S * S / 3, 2 * S * S * beta * beta
+    a1, a2 = 6 * alpha * beta * S, 2 * gamma * S
+    star = c + a2 * k / (a1 * g)
+    with precision(TIGHT_PRECISION):
+        delta = arb(fmpq(1, 2**30))
+        lo, hi = Tightener()._advance(step, fmpq(0), arb(star) - delta, arb(star) + delta)
+        s = arb(star - c)
+        peak = (arb(a1) + arb(a2) * s) / (arb(g) * s * s + arb(k)).sqrt()
+        assert not (peak < lo) and not (peak > hi)  # the maximum, attained inside, is held
+        assert float(hi - lo) < 2.0**-40  # flat at the extremum: a narrow range
+
+
+def test_tightener_narrows_swallowed_gaps_soundly():
+    """Intervals widened until they swallow the smallest label gaps (as outward rounding
+    does over hundreds of layers at m = 20,000) are narrowed back where it matters."""
+    from lncapacity.construct.runfold import Tightener, interval_runs
+
+    chain, labels = _runs_chain(150)
+    rs = interval_runs(chain, labels)
+    assert rs is not None
+    lo, hi = chain.intervals
+    order, starts = rs
+    rlo, rhi = np.minimum.reduceat(lo[order], starts), np.maximum.reduceat(hi[order], starts)
+    widen = 0.6 * (rlo[1:] - rhi[:-1]).min()
+    chain.intervals = (lo - widen, hi + widen)
+    assert interval_runs(chain, labels) is None
+    assert Tightener().tighten(chain, rs, labels)
+    new_lo, new_hi = chain.intervals
+    assert interval_runs(chain, labels) is not None
+    changed = (new_lo > lo - widen) | (new_hi < hi + widen)
+    assert 0 < changed.sum() < len(lo) // 2  # only the points at the swallowed gaps
+    chain.prec = 1024
+    chain.refresh()
+    with precision(chain.prec):
+        for k, v in enumerate(chain.values):
+            assert new_lo[k] <= v.upper() and v.lower() <= new_hi[k]
+
+
+@pytest.mark.slow
+def test_twenty_thousand_points_without_fallback():
+    """Issue 19's target: m = 20,000 random points in R^3 (a few minutes on 2 cores)."""
+    points = _random_set(20000)
+    net = build(points)
+    assert net.meta["method"] == "runs" and "fallback" not in net.meta
+    assert net.depth <= points.m - 2
+    assert certify(net, points).all_certified
+    assert (net.predict(points.X) == np.asarray(points.y)).all()
