@@ -1,10 +1,11 @@
-"""Multiclass construction, both methods side by side (issue: multiclass LN-Nets).
+"""Multiclass construction, the three methods side by side (issue: multiclass LN-Nets).
 
 For random points in R^3 with k random labels, and scikit-learn's digits (1797
 points, 64 dimensions, 10 classes): depth against m - 2 and against the proved
 bounds (runs: line runs after the projection minus k, plus warps; pma: m - k
-plus warps), build and certify time, and how many points float64 / float32 get
-right.  Run ``python benchmarks/bench_multiclass.py [--sizes 200,1000] [--ks 3,5,10]``.
+plus warps; circle: used only when shallower than runs), build and certify time,
+and how many points float64 (NumPy and PyTorch) / float32 get right.  Run
+``python benchmarks/bench_multiclass.py [--sizes 200,1000] [--ks 3,5,10]``.
 """
 
 from __future__ import annotations
@@ -47,13 +48,20 @@ def row(name: str, X: np.ndarray, y: np.ndarray, method: str, eps: str) -> str:
     order = sorted(range(points.m), key=lambda i: t[i])
     r = runs([yk[i] for i in order])
     warps = net.meta.get("warps", 0)
-    bound = (r - k if net.meta["method"] == "runs" else points.m - k) + warps
+    # circle: used only when shallower than runs, so runs' bound holds for it too
+    bound = (r - k if net.meta["method"] in ("runs", "circle") else points.m - k) + warps
     f64 = floats.check(net, points, "float64")
     f32 = floats.check(net, points, "float32")
+    t64 = (
+        f"{(c := floats.check(net, points, 'torch-float64')).agree}/{c.total}"
+        if floats.have_torch()
+        else "-"
+    )
     return (
         f"| {name} | {points.m} | {k} | {method}{' (fell back)' if 'fallback' in net.meta else ''} "
         f"| {eps} | {net.depth} | {net.depth / max(points.m - 2, 1):.2f} | {bound} | {warps} "
-        f"| {cert.certified}/{points.m} | {f64.agree}/{f64.total} | {f32.agree}/{f32.total} "
+        f"| {cert.certified}/{points.m} | {f64.agree}/{f64.total} | {t64} "
+        f"| {f32.agree}/{f32.total} "
         f"| {t1 - t0:.2f} | {t2 - t1:.2f} |"
     )
 
@@ -62,15 +70,15 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="200,1000")
     ap.add_argument("--ks", default="3,5,10")
-    ap.add_argument("--methods", default="runs,pma")
+    ap.add_argument("--methods", default="circle,runs,pma")
     ap.add_argument("--eps", default="0")
     ap.add_argument("--no-digits", action="store_true")
     a = ap.parse_args()
     print(
         "| set | m | k | method | eps | depth | depth/(m-2) | proved bound | warps "
-        "| certified | float64 right | float32 right | build s | certify s |"
+        "| certified | float64 right | torch float64 right | float32 right | build s | certify s |"
     )
-    print("|---" * 14 + "|")
+    print("|---" * 15 + "|")
     for m in map(int, a.sizes.split(",")):
         for k in map(int, a.ks.split(",")):
             X, y = random_set(m, k, seed=m + k)

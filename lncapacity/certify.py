@@ -42,7 +42,7 @@ from .arith import exact, json_float, lower_bound_float, precision, shown
 from .data import PointSet, points_from_arrays
 from .errors import InputError
 from .interval import default_float_mode
-from .model import Label, LNNet
+from .model import Affine, Label, LNNet
 from .parallel import imap
 
 MAX_PRECISION = 1 << 16
@@ -187,6 +187,7 @@ def certify(
     results: list[PointResult] = []
     todo = list(range(points.m))
     chain = None if _algebraic(net) else scalar_chain(net)
+    split = None if chain is not None or _algebraic(net) else _rank_one_tail(net)
     if intervals is None:
         intervals = (
             net.depth > 0  # an affine map alone is cheap in balls, and its margins tight
@@ -195,10 +196,14 @@ def certify(
         )
     if intervals and todo and default_float_mode():
         with np.errstate(all="ignore"):  # overflow and NaN leave points undecided, silently
-            if chain is None:
-                mlo, mhi, zlo, zhi = interval_pass(net, points.X, labels)
-            else:
+            if chain is not None:
                 mlo, mhi, zlo, zhi = scalar_interval_pass(chain, points.X, labels)
+            elif split is not None:  # general layers, then a rank-one tail (circle + runs)
+                j, tail = split
+                h = interval_layers(net, points.X, net.layers[:j])
+                mlo, mhi, zlo, zhi = scalar_interval_pass(tail, points.X, labels, h)
+            else:
+                mlo, mhi, zlo, zhi = interval_pass(net, points.X, labels)
         scores_lo, scores_hi = zlo, zhi
         todo = []
         for k in range(points.m):
@@ -239,23 +244,14 @@ INTERVAL_WORK = 64
 """Points times layers from which a net without a scalar chain gets the interval pass first."""
 
 
-def interval_pass(
-    net: LNNet[fmpq], X: Sequence[Sequence[fmpq]], labels: Sequence[int]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Float64 intervals around every margin and score, all points at once.
-
-    Returns ``(margin_lo, margin_hi, scores_lo, scores_hi)``: the margin
-    ``z_label - max_other z`` of point ``k`` lies in ``[margin_lo[k],
-    margin_hi[k]]`` (NaN where the pass lost track, e.g. by overflow), and so on.
-    For a net without gains (see :meth:`LNNet.folded`).  Each layer is computed
-    as ``c = (P W) h + P b`` with the centring ``P = I - 1 1^T / n`` applied to the
-    exact weights first (so the mean is never subtracted in floats, which would
-    widen the intervals), then ``h = c / sqrt(sum(c^2) / n + eps)``; the margins
-    use the exact differences ``R_label - R_j`` of the readout rows.
-    """
+def interval_layers(
+    net: LNNet[fmpq], X: Sequence[Sequence[fmpq]], layers: Sequence[Affine[fmpq]]
+) -> iv.Interval:
+    """Float64 intervals around the outputs of ``layers`` (the first ones of ``net``, without
+    gains) for every point of ``X``: the layer loop of :func:`interval_pass`."""
     h = iv.enclose(np.array([list(row) for row in X], dtype=object).reshape(len(X), -1))
     eps = iv.enclose([net.eps])
-    for layer in net.layers:
+    for layer in layers:
         n = len(layer.b)
         col_mean = [sum((row[j] for row in layer.W), fmpq(0)) / n for j in range(len(layer.W[0]))]
         b_mean = sum(layer.b, fmpq(0)) / n
@@ -271,6 +267,24 @@ def interval_pass(
         var = iv.down(var[0] / n), iv.up(var[1] / n)
         s = iv.sqrt(iv.add(var, (eps[0][None, :], eps[1][None, :])))
         h = iv.div_positive(c, s)
+    return h
+
+
+def interval_pass(
+    net: LNNet[fmpq], X: Sequence[Sequence[fmpq]], labels: Sequence[int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Float64 intervals around every margin and score, all points at once.
+
+    Returns ``(margin_lo, margin_hi, scores_lo, scores_hi)``: the margin
+    ``z_label - max_other z`` of point ``k`` lies in ``[margin_lo[k],
+    margin_hi[k]]`` (NaN where the pass lost track, e.g. by overflow), and so on.
+    For a net without gains (see :meth:`LNNet.folded`).  Each layer is computed
+    as ``c = (P W) h + P b`` with the centring ``P = I - 1 1^T / n`` applied to the
+    exact weights first (so the mean is never subtracted in floats, which would
+    widen the intervals), then ``h = c / sqrt(sum(c^2) / n + eps)``; the margins
+    use the exact differences ``R_label - R_j`` of the readout rows.
+    """
+    h = interval_layers(net, X, net.layers)
     R = iv.enclose(np.array([list(row) for row in net.readout.W], dtype=object))
     r = iv.enclose(list(net.readout.b))
     z = iv.add(iv.matvec(R, h), (r[0][None, :], r[1][None, :]))
@@ -298,7 +312,10 @@ def interval_pass(
 
 
 def scalar_interval_pass(
-    chain: Any, X: Sequence[Sequence[fmpq]], labels: Sequence[int]
+    chain: Any,
+    X: Sequence[Sequence[fmpq]],
+    labels: Sequence[int],
+    h: iv.Interval | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`interval_pass` for a net that is a scalar chain (:func:`scalar_chain`).
 
@@ -313,10 +330,16 @@ def scalar_interval_pass(
     ``~1.1`` bits a layer of ball arithmetic's dependency problem.  The margins
     ``z_c - z_j`` are the same form with the exact differences of the readout
     rows, so they are enclosed by the same rule (not as a difference of
-    intervals).  Same returns as :func:`interval_pass`.
+    intervals).  Same returns as :func:`interval_pass`.  With ``h`` (intervals around the
+    chain's inputs, the outputs of the layers before it: :func:`_rank_one_tail`) the first
+    scalar is enclosed from them instead of computed exactly from ``X``.
     """
     first, steps, bias = chain
-    s = iv.enclose([sum((w * v for w, v in zip(first, x, strict=True)), fmpq(0)) for x in X])
+    if h is None:
+        s = iv.enclose([sum((w * v for w, v in zip(first, x, strict=True)), fmpq(0)) for x in X])
+    else:
+        r = iv.enclose(np.array([list(first)], dtype=object))
+        s = tuple(v[:, 0] for v in iv.matvec(r, h))
     for s0, g, k, alphas, betas in steps[:-1]:
         s = iv.scalar_range(s0, g, k, betas[0], alphas[0])(s)
     s0, g, k, alphas, betas = steps[-1]
@@ -533,6 +556,23 @@ def _rank_one(W: Sequence[Sequence[fmpq]]) -> tuple[list[fmpq], list[fmpq]] | No
     if any(W[i][j] != col[i] * row[j] for i in range(len(W)) for j in range(len(row))):
         return None
     return col, row
+
+
+def _rank_one_tail(net: LNNet[fmpq]) -> tuple[int, Any] | None:
+    """``(j, chain)``: the layers from ``j >= 1`` on, with the readout, as a
+    :func:`scalar_chain` (the longest such tail), or None.  Circle layers followed by
+    ``runs`` folds (``--method circle`` handing over) are such nets."""
+    if net.norms:
+        return None
+    j = len(net.layers)
+    while j > 0 and _rank_one(net.layers[j - 1].W) is not None:
+        j -= 1
+    if j == 0 or j == len(net.layers):
+        return None
+    d = len(net.layers[j].W[0])
+    tail = LNNet(d, net.width, net.eps, net.layers[j:], net.readout, net.classes, {})
+    chain = scalar_chain(tail)
+    return None if chain is None else (j, chain)
 
 
 def scalar_chain(net: LNNet[fmpq]) -> Any:

@@ -127,3 +127,57 @@ def test_depth_bounds_on_every_labeling_of_five_points():
             warps = net.meta["warps"]
             bound = (runs(labels) if method == "runs" else 5) - 3 + warps
             assert net.depth <= bound
+
+
+def test_polygon_readout_lemma_exactly():
+    """§7: s_c(p) = e(mu_c) . p - cos(w_c) is positive exactly on arc c, negative on the others.
+
+    Points of the circle with rational tangent half-angle u are exact:
+    e = ((1 - u^2) / (1 + u^2), 2u / (1 + u^2)).  Cuts at such points; e(mu_c) is the unit
+    bisector of the two cut vectors and cos(w_c) their half-angle cosine, both exact in
+    sqrt-radicals, evaluated by SymPy exactly.
+    """
+
+    def on_circle(u):
+        u = sp.Rational(u)
+        return sp.Matrix([(1 - u**2) / (1 + u**2), 2 * u / (1 + u**2)])
+
+    # increasing angles in (-pi, pi); the last arc (from 1/5 round to -3) is longer than pi
+    cuts = [on_circle(u) for u in (-3, -2, -1, sp.Rational(1, 5))]
+    k = len(cuts)
+    scores = []
+    for c in range(k):
+        a, b = cuts[c], cuts[(c + 1) % k]
+        major = a[0] * b[1] - a[1] * b[0] < 0  # the counter-clockwise angle a -> b exceeds pi
+        bis = (a + b) / sp.sqrt((a + b).dot(a + b))
+        mid = -bis if major else bis  # e(mu_c)
+        cos_w = sp.sqrt((1 + a.dot(b)) / 2) * (-1 if major else 1)  # cos(w_c)
+        scores.append(lambda p, mid=mid, cos_w=cos_w: mid.dot(p) - cos_w)
+    # sample points strictly inside each arc: tangent half-angles between the cuts
+    samples = {
+        0: [-sp.Rational(5, 2), -sp.Rational(21, 10)],
+        1: [-sp.Rational(3, 2), -sp.Rational(11, 10)],
+        2: [-sp.Rational(1, 2), 0, sp.Rational(1, 10)],
+        3: [sp.Rational(1, 2), 1, 10, -7, -4],  # across angle pi (u -> +-inf)
+    }
+    for c, us in samples.items():
+        for u in us:
+            p = on_circle(u)
+            vals = [sp.simplify(f(p)) for f in scores]
+            assert vals[c] > 0, (c, u, vals)
+            assert all(v < 0 for j, v in enumerate(vals) if j != c), (c, u, vals)
+    # and each score vanishes at its own two cuts
+    for c in range(k):
+        for v in (cuts[c], cuts[(c + 1) % k]):
+            assert sp.simplify(scores[c](v)) == 0
+
+
+def test_circle_method_three_classes_every_labeling_of_five_points():
+    """§7 end to end: every labeling with 3 classes of 5 points in the plane is certified."""
+    pts = [(0, 0), (4, 1), (1, 5), (-3, 2), (2, -4)]
+    X = [[fmpq(a), fmpq(b)] for a, b in pts]
+    for y in itertools.product(range(3), repeat=5):
+        if len(set(y)) < 3:
+            continue
+        net = build(X, list(y), method="circle")
+        assert certify(net, list(map(tuple, X)), list(y)).all_certified, y

@@ -141,3 +141,84 @@ def test_cli_accepts_the_circle_method(tmp_path):
         text=True,
     )
     assert r.returncode == 0, r.stderr
+
+
+# k classes: every class one arc of the circle (proofs/multiclass.md §7)
+
+
+def test_every_three_class_labeling_of_five_points_on_a_line_is_certified():
+    for labels in itertools.product(range(3), repeat=5):
+        if len(set(labels)) < 3:
+            continue
+        points = _line(labels)
+        net = build(points, method="circle")
+        assert certify(net, points).all_certified, labels
+        assert net.depth <= build(points).depth  # circle, or runs when it is not shallower
+        assert check(net, points, "float64").all_agree, labels
+
+
+@pytest.mark.parametrize(("k", "eps"), [(3, "0"), (5, "1e-5")])
+def test_random_k_class_sets_get_circle_nets_far_shallower_than_runs(k, eps):
+    rng = np.random.default_rng(k)
+    X = rng.integers(-(2**20), 2**20, size=(60, 3)) / 2**18
+    y = rng.integers(0, k, 60)
+    points = points_from_arrays(X, y)
+    net = build(points, method="circle", eps=eps)
+    assert net.meta["method"] == "circle" and net.readout.meta["kind"] == "arcs"
+    assert net.depth < build(points, eps=eps).depth
+    cert = certify(net, points)
+    assert cert.all_certified and cert.min_margin > 0
+    assert check(net, points, "float64").all_agree
+
+
+def test_a_class_absent_from_the_data_never_wins():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((30, 2))
+    y = rng.integers(0, 3, 30)
+    points = points_from_arrays(X, y)
+    net = build(points, method="circle", classes=(0, 1, 2, 3))
+    assert net.meta["method"] == "circle" and net.classes == (0, 1, 2, 3)
+    assert net.readout.W[3] == (0, 0, 0) and net.readout.b[3] < 0
+    assert certify(net, points).all_certified
+
+
+def test_the_polygon_readout_needs_every_class_to_be_one_arc():
+    from lncapacity.construct.circle import SQRT3, readout
+
+    def at(angles):
+        return SQRT3 * np.c_[np.cos(angles), np.sin(angles)] @ E.T
+
+    phi = np.linspace(-3.0, 3.0, 12)
+    y = np.repeat([2, 0, 1], 4)  # three arcs
+    r = readout(at(phi), y)
+    assert r is not None and r.meta["kind"] == "arcs"
+    W = np.array([[float(w) for w in row] for row in r.W])
+    b = np.array([float(v) for v in r.b])
+    assert (np.argmax(at(phi) @ W.T + b, axis=1) == y).all()
+    assert readout(at(phi), np.array([2, 0, 0, 2, 1, 1, 1, 1, 0, 0, 2, 2])) is None  # 5 arcs
+
+
+def test_circle_layers_handed_over_to_runs_stay_certified(monkeypatch):
+    from lncapacity.construct import circle
+
+    search = circle.circle_state
+
+    def shallow(*args, **kwargs):  # two circle layers at most, then runs must finish
+        return search(*args, **{**kwargs, "max_depth": 2})
+
+    monkeypatch.setattr(circle, "circle_state", shallow)
+    rng = np.random.default_rng(7)
+    X = rng.integers(-(2**20), 2**20, size=(400, 3)) / 2**18
+    points = points_from_arrays(X, rng.integers(0, 2, 400))
+    net = build(points, method="circle")
+    assert net.meta["method"] == "circle" and "handoff" in net.meta
+    c = net.meta["circle_layers"]
+    assert {lay.meta.get("kind") for lay in net.layers[c:]} <= {"runs", "rescale"}
+    assert net.depth < build(points).depth
+    cert = certify(net, points)
+    assert cert.all_certified
+    # decided by float64 intervals through the circle layers, then the runs folds as a
+    # scalar chain (certify._rank_one_tail), with no point left for ball arithmetic
+    assert {p.precision for p in cert.points} == {53}
+    assert certify(net, points, intervals=False).all_certified  # and in balls alone
+    assert check(net, points, "float64").all_agree

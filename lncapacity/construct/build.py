@@ -22,7 +22,7 @@ from ..data import PointSet, points_from_arrays
 from ..errors import InputError
 from ..fileformat import read_vector
 from ..model import Affine, Label, LNNet
-from .circle import build_circle, runs_fallback  # method "circle" (issue 18)
+from .circle import Handoff, build_circle  # method "circle" (issue 18)
 from .fold import Chain, FoldStep, _fq, fold_layer, reversal
 from .multiclass import envelope, merge_runs_k, pma_k
 from .pma import Progress, order_groups, pma, power_of_two_near
@@ -33,11 +33,12 @@ WIDTH = 3
 METHODS: dict[str, Callable[[Chain, Sequence[int], Progress | None], None]] = {
     "runs": merge_runs,
     "pma": pma,
-    "circle": runs_fallback,  # used only when build_circle gives way to runs
+    "circle": merge_runs,  # what finishes (or replaces) the circle layers of build_circle
 }
 K_METHODS: dict[str, Callable[[Chain, Sequence[int], Progress | None], None]] = {
     "runs": merge_runs_k,
     "pma": pma_k,
+    "circle": merge_runs_k,
 }
 """The same methods for three or more classes (:mod:`.multiclass`)."""
 DEFAULT_METHOD = "runs"
@@ -92,15 +93,46 @@ def build(
 
         return build_exact(points, eps_q, cls, depth, seed, progress, meta)
     present = sorted(set(points.y), key=cls.index)
-    k = len(present)
     yk = [present.index(label) for label in points.y]
     if method == "circle":  # whole circle maps per layer: its own entry point (circle.py)
-        net = build_circle(points, yk, present, cls, eps_q, depth, seed, progress, meta)
-        if net is not None:
-            return net
+        got = build_circle(points, yk, present, cls, eps_q, depth, seed, progress, meta)
+        if isinstance(got, LNNet):
+            return got
+        if isinstance(got, Handoff):  # certified by construction: the chain starts from balls
+            net = _folded(points, got, yk, present, cls, eps_q, depth, seed, "runs", progress, meta)
+            if "fallback" not in meta:
+                return net
+            for key in ("circle_boundaries", "runs_depth", "circle_layers", "handoff"):
+                meta.pop(key, None)
+            meta.update(
+                method="runs", fallback=f"circle: runs after its layers failed ({meta['fallback']})"
+            )
         method = "runs"  # build_circle noted why in meta["fallback"]
-    t, read, shift = projected(points.X, yk, seed)
-    chain = Chain(t, eps_q)
+    return _folded(points, None, yk, present, cls, eps_q, depth, seed, method, progress, meta)
+
+
+def _folded(
+    points: PointSet,
+    prefix: Handoff | None,
+    yk: list[int],
+    present: list[Label],
+    cls: tuple[Label, ...],
+    eps_q: fmpq,
+    depth: int | None,
+    seed: int,
+    method: str,
+    progress: Progress | None,
+    meta: dict[str, Any],
+) -> LNNet[fmpq]:
+    """Fold the projection (or, after ``prefix``'s circle layers, its read) with ``method``
+    until ``k`` runs remain, pad to ``depth``, and read out: threshold or envelope."""
+    k = len(present)
+    if prefix is None:
+        t, read, shift = projected(points.X, yk, seed)
+        layers: list[Affine[fmpq]] = []
+    else:
+        t, read, shift, layers = prefix.t, prefix.read, fmpq(0), list(prefix.layers)
+    chain = Chain(t, eps_q, start=None if prefix is None else prefix.start)
     methods, fallback = (METHODS, pma) if k == 2 else (K_METHODS, pma_k)
     try:
         methods[method](chain, yk, progress)
@@ -112,18 +144,21 @@ def build(
             note(f"method runs gave way to pma: {e}")
         fallback(chain, yk, progress)
     needed = len(chain.steps)
-    pad_to(chain, depth, _pad)
-    meta.update(projection=[str(r) for r in read], folds=needed, depth=len(chain.steps))
+    pad_to(chain, None if depth is None else depth - len(layers), _pad, len(layers))
+    if prefix is None:
+        meta["projection"] = [str(r) for r in read]
+    meta.update(folds=len(layers) + needed, depth=len(layers) + len(chain.steps))
     if k > 2:
         meta["warps"] = sum(step.kind == "warp" for step in chain.steps)
 
-    layers = []
+    first = not layers
     for step in chain.steps:
-        if not layers:  # the chain runs on the normalised projection read . x - shift
+        if first:  # the chain runs on the normalised projection read . x - shift
             step = replace(step, centre=step.centre + shift)
+            first = False
         layers.append(fold_layer(read, step))
         read = read_vector(step.read)
-    if layers:
+    if chain.steps:
         shift = fmpq(0)
     if k == 2:
         theta, left = _threshold(chain, yk)
@@ -157,12 +192,14 @@ def projected(
     return t, read, shift
 
 
-def pad_to(chain: Any, depth: int | None, pad: Callable[[Any, int], None]) -> None:
-    """Pad ``chain`` to exactly ``depth`` layers; an error if it already has more."""
+def pad_to(chain: Any, depth: int | None, pad: Callable[[Any, int], None], before: int = 0) -> None:
+    """Pad ``chain`` to exactly ``depth`` layers; an error if it already has more (the
+    message counts ``before`` layers ahead of the chain too)."""
     needed = len(chain.steps)
     if depth is None:
         return
     if needed > depth:
+        needed, depth = needed + before, depth + before
         raise InputError(
             f"this labeling needs {needed} LayerNorm layer{'s' * (needed != 1)}, more than {depth}"
         )

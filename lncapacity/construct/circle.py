@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from flint import fmpq
+from flint import arb, fmpq
 
 from ..model import Affine
 
@@ -78,7 +78,8 @@ class State:
     layers: list[Affine[fmpq]] = field(default_factory=list)
     boundaries: int = 0
     gap: float = 0.0
-    notes: list[dict[str, Any]] = field(default_factory=list)
+    finish: float | None = None
+    """Cache of :func:`finish`."""
 
 
 def boundaries_cyclic(labels: np.ndarray) -> np.ndarray:
@@ -129,14 +130,20 @@ def _first_candidates(X: np.ndarray, y: np.ndarray, rng: np.random.Generator, co
     if d == 1:
         Qs.append(np.array([[1.0, 0.0]]))
     else:
-        # least squares direction (Fisher-like) and principal directions
-        t = np.where(y == 1, 1.0, -1.0)
-        w, *_ = np.linalg.lstsq(np.c_[Xc, np.ones(m)], t, rcond=None)
-        w = w[:d] / (np.linalg.norm(w[:d]) or 1.0)
-        _, _, Vt = np.linalg.svd(Xc - np.outer(Xc @ w, w), full_matrices=False)
-        Qs.append(np.c_[w, Vt[0]])
-        if d > 2:
-            Qs.append(np.c_[w, Vt[1]])
+        # least squares directions (Fisher-like) and principal directions
+        k = int(y.max()) + 1
+        if k == 2:
+            t = np.where(y == 1, 1.0, -1.0)
+            w, *_ = np.linalg.lstsq(np.c_[Xc, np.ones(m)], t, rcond=None)
+            w = w[:d] / (np.linalg.norm(w[:d]) or 1.0)
+            _, _, Vt = np.linalg.svd(Xc - np.outer(Xc @ w, w), full_matrices=False)
+            Qs.append(np.c_[w, Vt[0]])
+            if d > 2:
+                Qs.append(np.c_[w, Vt[1]])
+        else:  # the plane of the two leading discriminant directions (one-hot targets)
+            B, *_ = np.linalg.lstsq(np.c_[Xc, np.ones(m)], np.eye(k)[y], rcond=None)
+            U, _, _ = np.linalg.svd(B[:d], full_matrices=False)
+            Qs.append(U[:, :2] if U.shape[1] > 1 else np.c_[U[:, 0], np.roll(U[:, 0], 1)])
         _, _, V0 = np.linalg.svd(Xc, full_matrices=False)
         Qs.append(V0[:2].T)
         while len(Qs) < count:
@@ -239,15 +246,19 @@ def _aligning_poles(theta: np.ndarray, y: np.ndarray, rng: np.random.Generator, 
     if len(bnd) < 4:
         bnd = np.arange(m)
     mids = (srt + nxt) / 2
-    pick = np.sort(rng.choice(bnd, (count, 4)), axis=1)
-    pick = pick[(np.diff(pick, axis=1) > 0).all(axis=1)]
-    count = len(pick)
-    g = mids[pick]  # count x 4, increasing
-    outer = rng.random(count) < 0.5  # (g0, g3), (g1, g2) or (g0, g1), (g2, g3)
-    a = g[:, 0]
-    b = np.where(outer, g[:, 3], g[:, 1])
-    c = np.where(outer, g[:, 1], g[:, 2])
-    d = np.where(outer, g[:, 2], g[:, 3])
+    if int(y.max()) > 1 and (pairs := _matching_pairs(bnd, lab)) is not None:
+        a, b, c, d = (mids[v] for v in _non_crossing(pairs, rng, count))
+        count = len(a)
+    else:
+        pick = np.sort(rng.choice(bnd, (count, 4)), axis=1)
+        pick = pick[(np.diff(pick, axis=1) > 0).all(axis=1)]
+        count = len(pick)
+        g = mids[pick]  # count x 4, increasing
+        outer = rng.random(count) < 0.5  # (g0, g3), (g1, g2) or (g0, g1), (g2, g3)
+        a = g[:, 0]
+        b = np.where(outer, g[:, 3], g[:, 1])
+        c = np.where(outer, g[:, 1], g[:, 2])
+        d = np.where(outer, g[:, 2], g[:, 3])
     rot = rng.random(count) * 2 * math.pi  # keep the half-angle tangents finite
     sa, sb, sc, sd = (np.tan((v - rot) / 2) for v in (a, b, c, d))
     # g(s) = (al s + be) / (ga s - al): al (s1 + s2) + be - ga s1 s2 = 0 for both pairs
@@ -267,6 +278,33 @@ def _aligning_poles(theta: np.ndarray, y: np.ndarray, rng: np.random.Generator, 
     mid = (t1 + t2) / 2
     q = np.c_[np.cos(mid), np.sin(mid)] / np.where(ok, cs, 1.0)[:, None]
     return q[ok]
+
+
+def _matching_pairs(bnd: np.ndarray, lab: np.ndarray) -> np.ndarray | None:
+    """Pairs ``i < j`` of boundary gaps whose swap merges them: labels ``(a | b)`` at gap
+    ``i`` and ``(b | a)`` at gap ``j`` (a fold involution reverses the orientation).
+
+    With two labels every other boundary matches; with ``k`` labels only about one in
+    ``k (k - 1)``, so sampling gaps at random would almost never align two of them.
+    None if fewer than two pairs match.
+    """
+    left, right = lab[bnd], lab[(bnd + 1) % len(lab)]
+    i, j = np.triu_indices(len(bnd), 1)
+    ok = (left[i] == right[j]) & (right[i] == left[j])
+    if ok.sum() < 2:
+        return None
+    return np.c_[bnd[i[ok]], bnd[j[ok]]]
+
+
+def _non_crossing(pairs: np.ndarray, rng: np.random.Generator, count: int):
+    """``count`` draws of two pairs ``(a, b), (c, d)`` of ``pairs`` that neither cross nor
+    share a gap (the two swaps of one fold involution with real fixed points)."""
+    p = pairs[rng.integers(0, len(pairs), (2, count))]  # 2 x count x 2, each i < j
+    (a, b), (c, d) = p[0].T, p[1].T
+    nested = ((a < c) & (d < b)) | ((c < a) & (b < d))
+    apart = (b < c) | (d < a)
+    keep = nested | apart
+    return a[keep], b[keep], c[keep], d[keep]
 
 
 def _fold_layer_candidates(
@@ -426,19 +464,28 @@ def search(
     beam: int = 4,
     candidates: int = 1500,
     warm: bool = True,
+    handoff: bool = False,
     progress: Progress | None = None,
 ) -> State | None:
-    """A beam search for layers with at most two label boundaries left; None if not found.
+    """A beam search for layers leaving every class one arc (``k`` boundaries); None if
+    not found.
 
-    ``X``: the points as float64 (``m x d``), ``y`` labels 0/1.  Deterministic
-    for ``seed``.  The returned state has the layers (exact dyadic weights) and
-    the float64 outputs ``H`` of the last one.  With ``warm`` (and PyTorch
-    installed, data in ``R^d``, ``d > 1``) the first layers of small nets trained
-    by Adam compete as starting states (:func:`_trained_starts`).  States are ranked by
-    boundaries plus :data:`LAMBDA` per halving of the label gap below
-    :data:`COMFORT` (what float arithmetic must keep resolving).
+    ``X``: the points as float64 (``m x d``), ``y`` labels ``0 .. k-1``, each
+    present.  Deterministic for ``seed``.  The returned state has the layers
+    (exact dyadic weights) and the float64 outputs ``H`` of the last one.  With
+    ``warm`` (and PyTorch installed, data in ``R^d``, ``d > 1``) the first layers of
+    small nets trained by Adam compete as starting states (:func:`_trained_starts`).
+    States are ranked by boundaries plus :data:`LAMBDA` per halving of the label gap
+    below :data:`COMFORT` (what float arithmetic must keep resolving).
+
+    ``handoff``: the search may stop early with the state whose :func:`finish`
+    (its depth plus the layers ``runs`` needs from it) is least: once that is no more
+    than the depth the circle's pace over the last :data:`PATIENCE` layers projects,
+    or when the search ends without finishing.  Then the returned
+    state may have more than ``k`` boundaries; the caller finishes it with ``runs``.
     """
     rng = np.random.default_rng(seed)
+    k = int(y.max()) + 1
     states = []
     for b, gap, Q, q in _first_layer(X, y, rng, beam, 256):
         M = np.eye(2)
@@ -448,15 +495,30 @@ def search(
         states.append(State(H, [layer], b, gap))
     if warm and X.shape[1] > 1:
         states += [st for st in _trained_starts(X, y, eps, seed, max_depth) if st.gap >= GAP_MIN]
+    kept: State | None = None  # handoff: the state with the least finish so far
+    history: dict[int, int] = {}  # depth -> fewest boundaries reached
     while states:
         best = min(states, key=lambda s: (s.boundaries, -s.gap))
         depth = len(best.layers)
+        history[depth] = best.boundaries
+        if handoff:
+            for st in states:
+                if kept is None or finish(st, y) < finish(kept, y):
+                    kept = st
         if progress:
-            progress(depth, max(depth, min(max_depth, depth + _estimate(best.boundaries))))
-        if best.boundaries <= 2:
-            return best
+            guess = depth + _estimate(best.boundaries - k + 2)
+            if kept is not None:
+                guess = min(guess, finish(kept, y))
+            progress(depth, max(depth, min(max_depth, guess)))
+        if best.boundaries <= k:
+            return best if kept is None or finish(best, y) <= finish(kept, y) else kept
         if depth >= max_depth:
-            return None
+            break
+        if handoff and kept is not None and depth - PATIENCE in history:
+            # hand over once runs from the kept state beats the circle's recent pace
+            pace = (history[depth - PATIENCE] - best.boundaries) / PATIENCE
+            if pace <= 0 or finish(kept, y) <= depth + (best.boundaries - k) / pace:
+                break
         expanded = [c for st in states for c in _children(st, y, eps, rng, candidates, 2 * beam)]
         expanded.sort(key=_rank)
         # diversity: at most two states per boundary count
@@ -467,7 +529,51 @@ def search(
                 seen[st.boundaries] += 1
             if len(states) == beam:
                 break
-    return None
+    return kept
+
+
+PATIENCE = 6
+"""Layers over which the handoff search measures its pace (boundaries removed per layer)."""
+HANDOFF_ARC = 0.9 * math.pi
+"""The widest arc of points ``runs`` can take over: ``a . h`` is monotone in the angle on it."""
+HANDOFF_GAP = 2.0**-16
+"""The smallest label gap (radians) of a state ``runs`` takes over: its float search needs
+room (measured on 400 random points in R^3: from a state with gaps near ``2^-24``, runs
+ran out of float resolution within 40 layers; from ``2^-16`` it finished)."""
+
+
+def handoff_read(H: np.ndarray) -> np.ndarray | None:
+    """A read ``a`` (3 floats) with ``a . h = sin(phi - mu)`` increasing on the points' arc.
+
+    ``mu`` is the middle of the arc the points occupy (the circle minus its widest
+    empty gap); None if that arc is wider than :data:`HANDOFF_ARC` (then no read
+    is monotone on it: a linear read of the circle folds it).
+    """
+    theta = np.sort(np.arctan2(*plane(H).T[::-1]))
+    gaps = np.diff(np.r_[theta, theta[0] + 2 * math.pi])
+    i = int(np.argmax(gaps))
+    arc = 2 * math.pi - float(gaps[i])
+    if arc > HANDOFF_ARC:
+        return None
+    mu = float(theta[(i + 1) % len(theta)]) + arc / 2
+    return E @ np.array([-math.sin(mu), math.cos(mu)]) / SQRT3
+
+
+def finish(st: State, y: np.ndarray) -> float:
+    """Layers of ``st`` plus those ``runs`` needs from it (runs along :func:`handoff_read`
+    minus ``k``; one run fewer per layer); ``inf`` if no read is monotone on its arc or
+    its label gap is below :data:`HANDOFF_GAP`."""
+    if st.finish is None:
+        k = int(y.max()) + 1
+        a = handoff_read(st.H)
+        if st.boundaries <= k:
+            st.finish = len(st.layers)
+        elif a is None or st.gap < HANDOFF_GAP:
+            st.finish = math.inf
+        else:
+            lab = y[np.argsort(st.H @ a, kind="stable")]
+            st.finish = len(st.layers) + max(0, 1 + int((lab[1:] != lab[:-1]).sum()) - k)
+    return st.finish
 
 
 TRAIN_DEPTHS = (1, 2)
@@ -496,7 +602,9 @@ def _trained_starts(
     out = []
     try:
         Xs = torch.tensor((X - mu) / sd, dtype=torch.float64)
+        k = int(y.max()) + 1
         sign = torch.tensor(np.where(y == 1, 1.0, -1.0), dtype=torch.float64)
+        target = torch.tensor(y, dtype=torch.long)
         gen = torch.Generator().manual_seed(seed)
         for depth in TRAIN_DEPTHS:
             if depth > max_depth:
@@ -508,8 +616,12 @@ def _trained_starts(
                     torch.randn(3, generator=gen, dtype=torch.float64) * 0.1,
                 ]
                 fan_in = 3
-            params.append(torch.randn(3, generator=gen, dtype=torch.float64))
-            params.append(torch.zeros(1, dtype=torch.float64))
+            if k == 2:  # one score, logistic loss
+                params.append(torch.randn(3, generator=gen, dtype=torch.float64))
+                params.append(torch.zeros(1, dtype=torch.float64))
+            else:  # k scores, cross-entropy
+                params.append(torch.randn(3, k, generator=gen, dtype=torch.float64))
+                params.append(torch.zeros(k, dtype=torch.float64))
             for p in params:
                 p.requires_grad_(True)
             opt = torch.optim.Adam(params, lr=0.05)
@@ -520,8 +632,12 @@ def _trained_starts(
                     h = torch.nn.functional.layer_norm(
                         h @ params[2 * i].T + params[2 * i + 1], (3,), eps=eps
                     )
-                score = h @ params[-2] + params[-1][0]
-                torch.nn.functional.softplus(-4 * sign * score).mean().backward()
+                if k == 2:
+                    score = h @ params[-2] + params[-1][0]
+                    torch.nn.functional.softplus(-4 * sign * score).mean().backward()
+                else:
+                    logits = 4 * (h @ params[-2] + params[-1])
+                    torch.nn.functional.cross_entropy(logits, target).backward()
                 opt.step()
             layers, H = [], X
             for i in range(depth):
@@ -549,27 +665,76 @@ def _estimate(b: int) -> int:
 
 
 def readout(H: np.ndarray, y: np.ndarray) -> Affine[fmpq] | None:
+    """The readout of labels ``0 .. k-1`` forming ``k`` arcs: :func:`chord` for two,
+    :func:`polygon` for more; None if they do not form ``k`` arcs (in float64)."""
+    return chord(H, y) if int(y.max()) == 1 else polygon(H, y)
+
+
+def _arcs(H: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Angles sorted, their labels, and the indices ``i`` with a label change from
+    sorted point ``i`` to ``i + 1`` (cyclically); None unless each label is one arc."""
+    theta = np.arctan2(*plane(H).T[::-1])
+    order = np.argsort(theta, kind="stable")
+    lab = y[order]
+    ch = np.flatnonzero(lab != np.roll(lab, -1))
+    if len(ch) != int(y.max()) + 1:
+        return None
+    return theta[order], lab, ch
+
+
+def _gap_middle(srt: np.ndarray, i: int) -> float:
+    """The angle halfway from sorted point ``i`` to the next (cyclically, unwrapped)."""
+    m = len(srt)
+    return (srt[i] + srt[(i + 1) % m] + (2 * math.pi if i + 1 >= m else 0.0)) / 2
+
+
+def polygon(H: np.ndarray, y: np.ndarray) -> Affine[fmpq] | None:
+    """An argmax readout for ``k >= 3`` classes, each one arc of the circle.
+
+    Cut the circle in the middle of the ``k`` gaps between arcs: the cut points
+    are the vertices of a convex polygon inscribed in the circle, and the arc of
+    class ``c`` is the cap beyond its edge.  Score ``c`` is the signed distance
+    beyond that edge, ``e(mu_c) . p - cos(w_c)`` (``mu_c`` the middle and ``w_c``
+    the half-width of the arc between its cuts): positive on the arc, negative
+    on every other arc (the edges' lines meet the circle only at the cuts), so
+    the argmax is ``c`` exactly on the arc (proofs/multiclass.md, the circle
+    readout).  ``p = E^T h / sqrt(3)``, so row ``c`` is ``E e(mu_c) / sqrt(3)``.
+    """
+    arcs = _arcs(H, y)
+    if arcs is None:
+        return None
+    srt, lab, ch = arcs
+    k = len(ch)
+    cuts = [_gap_middle(srt, int(i)) for i in ch]
+    W, b = np.zeros((k, 3)), np.zeros(k)
+    for j in range(k):
+        lo, hi = cuts[j], cuts[(j + 1) % k]
+        if hi <= lo:
+            hi += 2 * math.pi
+        c = int(lab[(ch[j] + 1) % len(lab)])  # the label of the arc after cut j
+        mid, half = (lo + hi) / 2, (hi - lo) / 2
+        W[c] = E @ np.array([math.cos(mid), math.sin(mid)]) / SQRT3
+        b[c] = -math.cos(half)
+    layer = _affine(W, b, {"kind": "arcs", "cuts": [float(g) for g in cuts]})
+    Wf, bf = _floats(layer)
+    if not (np.argmax(H @ Wf.T + bf, axis=1) == y).all():
+        return None
+    return layer
+
+
+def chord(H: np.ndarray, y: np.ndarray) -> Affine[fmpq] | None:
     """A chord readout: rows ``(-a, a)``, biases ``(t, -t)`` with ``a . h > t`` exactly on label 1.
 
     ``a = E n`` for the unit normal ``n`` pointing to the middle of the label-1
     arc; ``t`` halfway between the two labels' extreme values.  None if the
     labels do not form two arcs (in float64).
     """
-    P = plane(H)
-    theta = np.arctan2(P[:, 1], P[:, 0])
-    order = np.argsort(theta, kind="stable")
-    lab = y[order]
-    ch = np.flatnonzero(lab != np.roll(lab, -1))
-    if len(ch) != 2:
+    arcs = _arcs(H, y)
+    if arcs is None:
         return None
-    srt = theta[order]
+    srt, lab, ch = arcs
     m = len(srt)
-
-    def gap_mid(i: int) -> float:
-        a, b = srt[i], srt[(i + 1) % m] + (2 * math.pi if i + 1 >= m else 0.0)
-        return (a + b) / 2
-
-    g = [gap_mid(i) for i in ch]
+    g = [_gap_middle(srt, int(i)) for i in ch]
     # the arc from g[k] to g[k+1] counter-clockwise holds label lab[ch[k]+1]
     k = 0 if lab[(ch[0] + 1) % m] == 1 else 1
     alpha, beta = g[k], g[1 - k]
@@ -594,6 +759,52 @@ def identity_layer(eps: float) -> Affine[fmpq]:
     return _affine(W, np.zeros(3), {"kind": "pad"})
 
 
+def circle_state(
+    X: np.ndarray,
+    y: np.ndarray,
+    eps: float,
+    *,
+    max_depth: int,
+    seed: int = 0,
+    beam: int = 4,
+    restarts: int | None = None,
+    warm: bool = True,
+    handoff: bool = False,
+    progress: Progress | None = None,
+) -> State | None:
+    """The best state of :func:`search` over ``restarts`` seeds (default :data:`RESTARTS`
+    for at most :data:`SMALL` points, else one), each asked to beat the best so far;
+    ``warm``: trained nets compete as starts (the first seed only).  With ``handoff``
+    states are compared by :func:`finish`, otherwise only finished ones count."""
+    m = len(y)
+    candidates = max(200, min(4000, WORK // max(m, 1)))
+    if m <= SMALL:
+        beam *= 2
+    st = None
+    if restarts is None:
+        restarts = RESTARTS if m <= SMALL else 1
+    for r in range(restarts):
+        limit = max_depth if st is None else math.ceil(finish(st, y)) - 1
+        if limit < 1:
+            break
+        with np.errstate(all="ignore"):  # extreme data: NaN gaps simply fail the search
+            found = search(
+                X,
+                y,
+                eps,
+                max_depth=limit,
+                seed=seed * RESTARTS + r,
+                beam=beam,
+                candidates=candidates,
+                warm=warm and r == 0,  # trained starts once: they cost more than a search
+                handoff=handoff,
+                progress=progress,
+            )
+        if found is not None and (st is None or finish(found, y) < finish(st, y)):
+            st = found
+    return st
+
+
 def circle_net(
     X: np.ndarray,
     y: np.ndarray,
@@ -606,52 +817,43 @@ def circle_net(
     warm: bool = True,
     progress: Progress | None = None,
 ) -> tuple[list[Affine[fmpq]], Affine[fmpq]] | None:
-    """Layers and a chord readout (rows for labels 0, 1) classifying ``(X, y)`` in float64.
+    """Layers and a readout (a row per label ``0 .. k-1``) classifying ``(X, y)`` in float64.
 
-    None when the search finds nothing within ``max_depth`` layers.  The result
-    is *not yet certified*: :func:`lncapacity.certify` decides.  ``restarts``:
-    seeds tried (default :data:`RESTARTS` for at most :data:`SMALL` points, else
-    one); ``warm``: let trained nets compete as starts (the first seed only).
+    None when the search (:func:`circle_state`) finds nothing within ``max_depth``
+    layers.  The result is *not yet certified*: :func:`lncapacity.certify` decides.
     """
-    m = len(y)
-    candidates = max(200, min(4000, WORK // max(m, 1)))
-    if m <= SMALL:
-        beam *= 2
-    st = None
-    if restarts is None:
-        restarts = RESTARTS if m <= SMALL else 1
-    for r in range(restarts):
-        # small sets: a few seeds, each asked to beat the best so far
-        with np.errstate(all="ignore"):  # extreme data: NaN gaps simply fail the search
-            found = search(
-                X,
-                y,
-                eps,
-                max_depth=max_depth if st is None else len(st.layers) - 1,
-                seed=seed * RESTARTS + r,
-                beam=beam,
-                candidates=candidates,
-                warm=warm and r == 0,  # trained starts once: they cost more than a search
-                progress=progress,
-            )
-        if found is not None:
-            st = found
+    st = circle_state(
+        X,
+        y,
+        eps,
+        max_depth=max_depth,
+        seed=seed,
+        beam=beam,
+        restarts=restarts,
+        warm=warm,
+        progress=progress,
+    )
     if st is None:
         return None
     r = readout(st.H, y)
     return None if r is None else (st.layers, r)
 
 
-def runs_fallback(chain: Any, y: Sequence[int], progress: Progress | None = None) -> None:
-    """What ``build`` runs for ``method="circle"`` when no circle net beats ``runs``: ``runs``."""
-    from .runfold import merge_runs
+@dataclass
+class Handoff:
+    """Circle layers for ``runs`` to finish: it folds the scalars ``read . h`` of their
+    outputs, known as balls from the exact inputs (``t``: their float64 values)."""
 
-    merge_runs(chain, y, progress)
+    layers: list[Affine[fmpq]]
+    read: tuple[fmpq, ...]
+    t: list[fmpq]
+    start: Callable[[int], list[Any]]
+    """``prec -> balls`` of the true ``read . h`` of every point (:class:`~.fold.Chain`)."""
 
 
 def build_circle(
     points: Any,
-    y01: Sequence[int],
+    yk: Sequence[int],
     present: Sequence[Any],
     classes: Sequence[Any],
     eps: fmpq,
@@ -660,33 +862,42 @@ def build_circle(
     progress: Progress | None,
     meta: dict[str, Any],
 ) -> Any:
-    """The circle method's entry point from :func:`~lncapacity.construct.build` (binary).
+    """The circle method's entry point from :func:`~lncapacity.construct.build`.
 
-    Returns a certified :class:`~lncapacity.model.LNNet`, or None after noting in
-    ``meta`` (``method = "runs"``, ``fallback``) why ``runs`` is used instead:
-    the search found no net shallower than ``runs`` would build (its depth is the
-    number of label runs along the projection minus two), or the certificate
-    failed.  With ``depth``, the net is padded with identity layers.
+    Returns a certified :class:`~lncapacity.model.LNNet` (every class one arc
+    after the circle layers), a :class:`Handoff` when circle layers followed by
+    ``runs`` are shallower than either alone, or None after noting in ``meta``
+    (``method = "runs"``, ``fallback``) why ``runs`` is used instead: the search
+    found nothing shallower than ``runs`` would build (its depth is the number of
+    label runs along the projection minus ``k``), or the certificate failed.
+    With ``depth``, the net is padded with identity layers.
     """
     from ..certify import certify
-    from ..errors import InputError
     from ..model import LNNet
     from .project import project, runs
 
-    if len(present) != 2:
-        meta.update(method="runs", fallback="circle: two classes only so far; runs used")
-        return None
-    y = np.asarray(y01)
-    _, t = project(points.X, list(y01), seed=seed)
+    y = np.asarray(yk)
+    k = len(present)
+    _, t = project(points.X, list(yk), seed=seed)
     order = sorted(range(len(t)), key=t.__getitem__)
-    runs_depth = max(0, runs([y01[k] for k in order]) - 2)
+    runs_depth = max(0, runs([yk[i] for i in order]) - k)
     limit = runs_depth - 1 if depth is None else min(depth, runs_depth - 1)
-    found = None
+    st = None
     if limit >= 1:
-        found = circle_net(
-            points.floats(), y, float(eps), max_depth=limit, seed=seed, progress=progress
+        st = circle_state(
+            points.floats(),
+            y,
+            float(eps),
+            max_depth=limit,
+            seed=seed,
+            handoff=k == 2,  # runs with k labels loses float resolution fast (multiclass §6)
+            progress=progress,
         )
-    if found is None:
+    layers, chosen = [], None
+    if st is not None and finish(st, y) <= limit:
+        layers = st.layers
+        chosen = readout(st.H, y) if st.boundaries <= k else handoff_read(st.H)
+    if chosen is None:
         why = f"runs needs {runs_depth} layer{'s' * (runs_depth != 1)}" + (
             " and the search found no circle net with fewer"
             if runs_depth > 1
@@ -696,29 +907,39 @@ def build_circle(
             why += f" (at most {depth} asked)"
         meta.update(method="runs", fallback=f"circle: {why}; runs used")
         return None
-    layers, chord = found
+    meta.update(
+        circle_boundaries=[lay.meta.get("boundaries") for lay in layers],
+        runs_depth=runs_depth,
+        circle_layers=len(layers),
+    )
+    if isinstance(chosen, np.ndarray):  # a read: runs finishes
+        read = tuple(fmpq(*float(v).as_integer_ratio()) for v in chosen)
+        values = [fmpq(*float(v).as_integer_ratio()) for v in st.H @ chosen]
+        meta["handoff"] = f"runs after {len(layers)} circle layers"
+        if note := getattr(progress, "note", None):
+            note(f"circle: {len(layers)} layers leave {st.boundaries} boundaries; runs finishes")
+        prefix = LNNet(points.d, 3, eps, tuple(layers), Affine((read,), (fmpq(0),)), (0,), {})
+
+        def start(prec: int) -> list[Any]:  # called inside arith.precision(prec)
+            net = prefix.map(arb)
+            return [net.forward([arb(v) for v in x], arb.sqrt)[0] for x in points.X]
+
+        return Handoff(layers, read, values, start)
     needed = len(layers)
-    if depth is not None and needed > depth:  # pragma: no cover - max_depth prevents it
-        raise InputError(f"this labeling needs {needed} LayerNorm layers, more than {depth}")
     layers = layers + [identity_layer(float(eps))] * ((depth or needed) - needed)
-    rows = {present[0]: (chord.W[0], chord.b[0]), present[1]: (chord.W[1], chord.b[1])}
     zero = tuple(fmpq(0) for _ in range(3))
+    rows = dict(zip(present, zip(chosen.W, chosen.b, strict=True), strict=True))
     W = tuple(rows[c][0] if c in rows else zero for c in classes)
     b = tuple(rows[c][1] if c in rows else fmpq(-1) for c in classes)
-    meta.update(
-        circle_boundaries=[lay.meta.get("boundaries") for lay in layers[:needed]],
-        runs_depth=runs_depth,
-        folds=needed,
-        depth=len(layers),
-    )
-    net = LNNet(points.d, 3, eps, tuple(layers), Affine(W, b, chord.meta), tuple(classes), meta)
+    meta.update(folds=needed, depth=len(layers))
+    net = LNNet(points.d, 3, eps, tuple(layers), Affine(W, b, chosen.meta), tuple(classes), meta)
     cert = certify(net, points)
     if not cert.all_certified:
         meta.update(
             method="runs",
             fallback=f"circle: the certificate failed on {len(cert.failures)} points; runs used",
         )
-        for key in ("circle_boundaries", "runs_depth", "folds", "depth"):
+        for key in ("circle_boundaries", "runs_depth", "circle_layers", "folds", "depth"):
             meta.pop(key, None)
         return None
     return net

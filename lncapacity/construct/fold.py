@@ -112,6 +112,10 @@ def reversal(chain: Chain, kind: str = "pad") -> FoldStep:
     return FoldStep(centre, dyadic_between(span / 2, span), kind=kind)
 
 
+TIGHT = arb(2) ** -80
+"""Radius the start balls of a :class:`Chain` given ``start`` must reach (values near 1)."""
+
+
 class Chain:
     """The scalars ``p_k`` of every point through a list of fold steps.
 
@@ -124,11 +128,20 @@ class Chain:
     needed.
     """
 
-    def __init__(self, t: Sequence[fmpq], eps: fmpq, prec: int = 96) -> None:
+    def __init__(
+        self,
+        t: Sequence[fmpq],
+        eps: fmpq,
+        prec: int = 96,
+        start: Callable[[int], list[arb]] | None = None,
+    ) -> None:
         self.t = list(t)
         self.eps = eps
         self.steps: list[FoldStep] = []
         self.prec = prec
+        self.start = start
+        """When given, the true start values are not ``t`` but known only as balls:
+        ``start(prec)`` encloses them at ``prec`` bits (``t`` then only counts the points)."""
         self.refresh()
 
     def reset(self) -> None:
@@ -140,7 +153,25 @@ class Chain:
         """Recompute every value from the exact start (also after editing ``steps``)."""
         self._balls: list[arb] = []
         self._done = -1  # steps the balls have been through; -1: not started
-        self._start = iv.enclose(self.t) if self.t else (np.empty(0), np.empty(0))
+        if not self.t:
+            self._start = (np.empty(0), np.empty(0))
+        elif self.start is None:
+            self._start = iv.enclose(self.t)
+        else:
+            # the start balls lose bits through the layers before: enough precision for
+            # float64 intervals, which is then the working precision too
+            self.prec = max(self.prec, 128)
+            while True:
+                with precision(self.prec):
+                    balls = self.start(self.prec)
+                    if all(b.is_finite() and b.rad() <= TIGHT for b in balls):
+                        lo = iv.enclose([arb_to_fmpq(b.lower()) for b in balls])[0]
+                        hi = iv.enclose([arb_to_fmpq(b.upper()) for b in balls])[1]
+                        break
+                if self.prec >= 1 << 16:
+                    raise ArithmeticError("the start values need more than 65536 bits")
+                self.prec *= 2
+            self._start = (lo, hi)
         self._undo: list[iv.Interval] = []
         p = self._start
         with np.errstate(all="ignore"):
@@ -153,7 +184,9 @@ class Chain:
         """The balls of every value after every step, at :attr:`prec` bits (computed lazily)."""
         with precision(self.prec):
             if self._done < 0:
-                self._balls = [ball(x) for x in self.t]
+                self._balls = (
+                    [ball(x) for x in self.t] if self.start is None else self.start(self.prec)
+                )
                 self._done = 0
             for step in self.steps[self._done :]:
                 f = step.ball_map(self.eps)
