@@ -312,3 +312,31 @@ def test_certify_range_map_holds_the_extremum():
         assert top > hi
         lo2, hi2 = _range_map(s0, g, k, [-a], [-b])(arb(star) - d, arb(star) + d)
         assert not (-top < lo2) and hi2 > -top  # b < 0: the minimum
+
+
+def test_tightener_starts_from_the_chains_start_balls():
+    """A chain whose start is known only as balls (after circle layers): the enclosures
+    follow those balls, not the placeholder ``t``."""
+    from lncapacity.construct.fold import Chain
+    from lncapacity.construct.runfold import TIGHT_PRECISION, Tightener
+
+    runs, _ = _runs_chain(60)
+    shift = fmpq(1, 3)
+    chain = Chain(runs.t, fmpq(0), start=lambda prec: [arb(v + shift) for v in runs.t])
+    for step in runs.steps[:20]:
+        chain.push(step)
+    chain.prec = 1024
+    chain.refresh()
+    with precision(chain.prec):
+        balls = chain.values
+    plain = Chain(runs.t, fmpq(0))
+    for step in runs.steps[:20]:
+        plain.push(step)
+    tight, other = Tightener(), Tightener()
+    for k in range(0, 60, 5):
+        with precision(TIGHT_PRECISION):
+            a, b = tight._enclosure(chain, k)
+            a0, b0 = other._enclosure(plain, k)
+        with precision(chain.prec):
+            assert not (balls[k] < a) and not (balls[k] > b)
+            assert (a0, b0) != (a, b)

@@ -126,7 +126,8 @@ class Tightener:
     rounded outwards), so after a few hundred layers they can swallow a label gap
     that float64 itself still resolves (on 20,000 random points in R^3 the midpoints
     of two runs are hundreds of ulps apart while their hulls touch).  For the points
-    at such gaps the value is enclosed anew, from the exact start, in ``arb`` at
+    at such gaps the value is enclosed anew, from the start (exact, or the chain's start
+    balls), in ``arb`` at
     :data:`TIGHT_PRECISION` bits by each step's *range* (:meth:`_advance`): the
     ends of the enclosure are exact, and each step maps them to the hull of its
     values there, plus the extremum when the enclosure may hold the critical point,
@@ -141,6 +142,7 @@ class Tightener:
     """
 
     def __init__(self) -> None:
+        self.starts: list[arb] | None = None
         self.done: dict[int, tuple[int, FoldStep | None, arb, arb]] = {}
         self.maps: dict[int, tuple[FoldStep, tuple[arb, ...], fmpq | None, arb, bool]] = {}
 
@@ -182,13 +184,24 @@ class Tightener:
         steps = chain.steps
         n, last, a, b = self.done.get(k, (0, None, arb(0), arb(0)))
         if n == 0 or n > len(steps) or steps[n - 1] is not last:
-            t = arb(chain.t[k])
+            t = self._start(chain, k)
             n, a, b = 0, t.lower(), t.upper()
         for step in steps[n:]:
             a, b = self._advance(step, chain.eps, a, b)
         if steps:
             self.done[k] = (len(steps), steps[-1], a, b)
         return a, b
+
+    def _start(self, chain: Chain, k: int) -> arb:
+        """A ball around point ``k``'s start value: its exact ``t``, or the chain's start
+        balls when it has them (the values after circle layers, known only as balls)."""
+        if chain.start is None:
+            return arb(chain.t[k])
+        if self.starts is None:
+            prec = max(TIGHT_PRECISION, chain.prec)  # the chain's: enough for its start
+            with precision(prec):
+                self.starts = chain.start(prec)
+        return self.starts[k]
 
     def _advance(self, step: FoldStep, eps: fmpq, a: arb, b: arb) -> tuple[arb, arb]:
         """The exact ends of an enclosure of ``f([a, b])``, ``f`` the step's scalar map."""
