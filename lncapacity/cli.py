@@ -453,7 +453,6 @@ def cmd_shatter(args: argparse.Namespace) -> int:
     report["min_certified_margin_text"] = (
         _margin_text(margin_value) if written and margin_value is not None else None
     )
-    report["folds_histogram"] = dict(sorted(report["folds_histogram"].items(), key=_fold_key))
     if args.json:
         print(json.dumps(report, indent=1))
     else:
@@ -483,12 +482,6 @@ def cmd_shatter(args: argparse.Namespace) -> int:
         )
         return EXIT_BAD
     return EXIT_OK
-
-
-def _fold_key(item: tuple[str, int]) -> tuple[int, str]:
-    """Histogram keys in numeric order (``"search"`` last)."""
-    k = item[0]
-    return (int(k), "") if k.isdigit() else (1 << 62, k)
 
 
 def cmd_verify_shatter(args: argparse.Namespace) -> int:

@@ -105,6 +105,9 @@ KINDS = {
     "(a warm start of the circle search)",
     "fold": "a plain fold",
     "warp": "an injective warp that breaks a mirror symmetry before a fold",
+    "rescale": "a rescale: an injective fold (order reversed, nothing merges) that spreads "
+    "the values, exactly, over a fixed part of the amplitude, inserted because the label gaps "
+    "had fallen below what float64 resolves (the float search found no certified fold)",
 }
 """Words for the layer kinds the constructions write; any other kind is named as it is."""
 

@@ -100,9 +100,21 @@ class ShatterSummary:
             "certified": self.certified,
             "all_certified": self.all_certified,
             "min_margin": json_float(self.min_margin),
-            "folds_histogram": {str(k): v for k, v in sorted(self.folds.items(), key=str)},
+            "folds_histogram": {str(k): v for k, v in sorted(self.folds.items(), key=fold_order)},
             "failures": self.failures[:20],
         }
+
+
+def fold_order(item: tuple[int | str, int]) -> tuple[int, int, str]:
+    """Sort key of a histogram entry of folds: by number (``2`` before ``10``), ``"search"`` last.
+
+    Keys may be ints or their strings (the file's keys are strings); a file written in text
+    order (``0, 1, 10, 2``) still verifies, since the summary is compared as a dict.
+    """
+    k = item[0]
+    if isinstance(k, int) or (isinstance(k, str) and k.isdigit()):
+        return (0, int(k), "")
+    return (1, 0, str(k))
 
 
 def default_points(depth: int) -> list[tuple[fmpq, ...]]:

@@ -321,3 +321,43 @@ def test_cli_certify_explain(tmp_path) -> None:
     again = run("explain", net, data, "--quiet")
     assert again.returncode == 0
     assert again.stdout.splitlines()[1:] == lines[-len(again.stdout.splitlines()) + 1 :]
+
+
+def test_rescale_layers_are_named(monkeypatch, tmp_path) -> None:
+    """A ``runs`` net with a rescale layer (what the construction inserts when its float search
+    runs out of resolution; forced here by failing the search once) reads back in words."""
+    from lncapacity.construct import runfold
+
+    real, calls = runfold._first_certified, []
+
+    def fail_once(chain, candidates, rs, labels, y):
+        calls.append(y is None)
+        if len(calls) == 3:  # layer 3's float search: as if no candidate certified
+            return None
+        return real(chain, candidates, rs, labels, y)
+
+    monkeypatch.setattr(runfold, "_first_certified", fail_once)
+    rng = np.random.default_rng(7)
+    X = rng.integers(-64, 64, size=(24, 3))
+    y = [0, 1] + [int(v) for v in rng.integers(0, 2, 22)]
+    net = lncapacity.build(X, y)
+    kinds = [layer.meta["kind"] for layer in net.layers]
+    assert kinds.count("rescale") == 1 and net.meta["method"] == "runs"
+    i = kinds.index("rescale")
+    account = explain(net, X, y)
+    entry = account["layers"][i]
+    assert entry["kind"] == "rescale"
+    assert entry["words"].startswith(f"layer {i + 1}: a rescale: an injective fold")
+    assert "float64" in entry["words"]
+    assert entry["before"]["runs"] == entry["after"]["runs"]  # injective: no run joins
+    assert entry["folded"]["end"] == "none" and entry["merged_values"] == []
+    json.loads(json.dumps(account))
+    path, data = tmp_path / "net.json", tmp_path / "d.csv"
+    fileformat.save(net, path)
+    rows = [",".join(map(str, x)) + f",{label}" for x, label in zip(X, y, strict=True)]
+    data.write_text("x1,x2,x3,label\n" + "\n".join(rows) + "\n")
+    text, js = run("explain", path, data, "--quiet"), run("explain", path, data, "--json")
+    assert text.returncode == 0 and js.returncode == 0, text.stderr + js.stderr
+    assert f"layer {i + 1}: a rescale: an injective fold" in text.stdout
+    assert "a layer of kind 'rescale'" not in text.stdout
+    assert json.loads(js.stdout)["layers"][i]["words"] == entry["words"]

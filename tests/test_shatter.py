@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections import Counter
 
 import pytest
 from flint import fmpq
 
 from lncapacity import InputError
-from lncapacity.shatter import labels_of, shatter, verify_shatter
+from lncapacity.shatter import ShatterSummary, labels_of, shatter, verify_shatter
 
 
 @pytest.mark.parametrize("depth", range(7))
@@ -103,3 +104,53 @@ def test_bad_parameters(tmp_path):
 
 def test_labels_of():
     assert labels_of(0b1011, 5) == [1, 1, 0, 1, 0]
+
+
+def test_folds_histogram_in_numeric_order():
+    summary = ShatterSummary(12, 11, 4096)
+    summary.folds = Counter({11: 2, 2: 6, "search": 2, 10: 8, 0: 2, 1: 4})
+    hist = summary.to_dict()["folds_histogram"]
+    assert list(hist) == ["0", "1", "2", "10", "11", "search"]  # not text order 0, 1, 10, 11, 2
+    assert json.dumps(hist) == '{"0": 2, "1": 4, "2": 6, "10": 8, "11": 2, "search": 2}'
+
+
+def _summary_histogram(path):
+    return json.loads(path.read_text().splitlines()[-1])["summary"]["folds_histogram"]
+
+
+def test_histogram_order_does_not_matter_to_the_verifier(certificate):
+    """Older files have the histogram in text order: compared as a dict, they still verify."""
+    before = _summary_histogram(certificate)
+    assert list(before) == sorted(before, key=int)
+
+    def reverse(lines):
+        hist = lines[-1]["summary"]["folds_histogram"]
+        lines[-1]["summary"]["folds_histogram"] = dict(reversed(hist.items()))
+
+    tamper(certificate, reverse)
+    assert list(_summary_histogram(certificate)) == list(reversed(before))
+    assert verify_shatter(certificate, workers=1)[1] == []
+
+    def miscount(lines):
+        hist = lines[-1]["summary"]["folds_histogram"]
+        hist[next(iter(hist))] += 2
+
+    tamper(certificate, miscount)
+    problems = verify_shatter(certificate, workers=1)[1]
+    assert problems == ["the summary's folds_histogram disagrees with the records"]
+
+
+@pytest.mark.slow
+def test_written_histogram_in_numeric_order_beyond_nine_folds(tmp_path):
+    out = tmp_path / "s.jsonl"
+    shatter(None, 10, out=out, workers=2)
+    hist = _summary_histogram(out)
+    assert list(hist) == [str(k) for k in range(11)]  # 10 last, not after 1
+
+    def text_order(lines):  # as files written before the fix have it
+        hist = lines[-1]["summary"]["folds_histogram"]
+        lines[-1]["summary"]["folds_histogram"] = dict(sorted(hist.items()))
+
+    tamper(out, text_order)
+    assert list(_summary_histogram(out))[:3] == ["0", "1", "10"]
+    assert verify_shatter(out, workers=2)[1] == []
