@@ -286,3 +286,67 @@ def test_every_labeling_of_2L_plus_1_points_is_certified_at_depth_L():
             net = double_fold_net(points, depth)
             assert net.depth == depth and net.eps == 0
             assert certify(net, points, workers=1).all_certified
+
+
+# --- section 4: in the plane the first layer folds too (2L + 3 points) ---------------------------
+
+
+def _general_position(svals):
+    """(G) in half-angle coordinates: F != 0 for every three disjoint pairs (exact)."""
+    pairs = list(itertools.combinations(range(len(svals)), 2))
+    bad = 0
+    for A, B, C in itertools.combinations(pairs, 3):
+        if len(set(A + B + C)) == 6:
+            (a1, a2, a3), (b1, b2, b3), (c1, c2, c3) = (
+                (1, svals[x] + svals[y], svals[x] * svals[y]) for x, y in (A, B, C)
+            )
+            det = a1 * (b2 * c3 - b3 * c2) - a2 * (b1 * c3 - b3 * c1) + a3 * (b1 * c2 - b2 * c1)
+            bad += det == 0
+    return bad
+
+
+def test_F_of_three_disjoint_pairs_is_twelve_monomials_with_unit_coefficients():
+    x = sp.symbols("x1:7")
+    F = sp.Poly(sp.expand(_det3((x[0], x[1]), (x[2], x[3]), (x[4], x[5]))), *x)
+    terms = F.terms()
+    assert len(terms) == 12 and {abs(c) for _, c in terms} == {1}
+    for exps, _ in terms:
+        assert sorted(exps) == [0, 0, 0, 1, 1, 1]  # three distinct variables, degree 1 each
+
+
+def test_sets_with_no_three_concurrent_chords():
+    squares = [Fraction(i * i) for i in range(1, 14)]
+    assert _general_position(squares[:11]) == 0  # s_i = i^2 has (G) up to 11 points
+    assert _general_position(squares[:12]) > 0  # ... and not at 12
+    powers = [Fraction(12) ** (2**i) for i in range(1, 8)]
+    assert _general_position(powers) == 0  # s_i = 12^(2^i), the family of the proof
+    # (G) is what a first fold needs: three chords through one pole <=> F = 0 (Lemma 3)
+    p = [_pt(u) for u in squares[:11]]
+    pairs = list(itertools.combinations(range(11), 2))
+    rng = random.Random(8)
+    for _ in range(300):
+        A, B, C = rng.sample(pairs, 3)
+        if len(set(A + B + C)) < 6:
+            continue
+        Q = _meet(p[A[0]], p[A[1]], p[B[0]], p[B[1]])
+        if Q is not None:
+            assert _cross(_sub(p[C[0]], Q), _sub(p[C[1]], Q)) != 0
+
+
+def _circle_points(n):
+    out = []
+    for i in range(1, n + 1):
+        u = fmpq(i * i)
+        out.append(((1 - u * u) / (1 + u * u), 2 * u / (1 + u * u)))
+    return out
+
+
+def test_every_labeling_of_2L_plus_3_points_on_the_circle_is_certified_at_depth_L():
+    for depth in (1, 2):
+        n = 2 * depth + 3
+        X = _circle_points(n)
+        for k in range(2**n):
+            points = _point_set(X, labels_of(k, n))
+            net = double_fold_net(points, depth)
+            assert net.depth == depth and net.eps == 0
+            assert certify(net, points, workers=1).all_certified

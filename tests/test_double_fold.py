@@ -34,6 +34,32 @@ def test_every_labeling_of_11_points_on_a_line_is_certified_at_depth_5():
     _shattered(_line(11), 5)
 
 
+def _circle(n):  # half-angle coordinates i^2: no three chords concurrent for n <= 11
+    out = []
+    for i in range(1, n + 1):
+        u = fmpq(i * i)
+        out.append(((1 - u * u) / (1 + u * u), 2 * u / (1 + u * u)))
+    return out
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_every_labeling_of_2L_plus_3_points_on_a_circle_is_certified_at_depth_L(depth):
+    _shattered(_circle(2 * depth + 3), depth)
+
+
+@pytest.mark.slow
+def test_every_labeling_of_11_points_on_a_circle_is_certified_at_depth_4():
+    _shattered(_circle(11), 4)
+
+
+def test_on_the_circle_the_first_layer_folds_and_more_points_are_refused():
+    points = _point_set(_circle(7), [0, 1] * 3 + [0])
+    net = double_fold_net(points, 2)
+    assert net.layers[0].meta["kind"] == "double-fold" and net.layers[0].shape == (3, 2)
+    with pytest.raises(InputError, match="depth"):
+        double_fold_net(_point_set(_circle(8), [0, 1] * 4), 2)
+
+
 def test_any_distinct_points_in_the_plane_too():
     _shattered(random_points(7, 2, 0), 3)
 

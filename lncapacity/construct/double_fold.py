@@ -50,8 +50,9 @@ CANDIDATES = 12
 class Design:
     """The real-number net: layer ``l`` is ``g = M_l (e - Q_l)`` (layer 1: ``M_1 (x, 1)``).
 
-    ``Q[0]`` is None (layer 1 reads the projected input); ``Q[l]`` None means
-    no fold (``g = M_l e``).  ``direction`` projects the input to a line
+    ``Q[0]`` is None when layer 1 reads the projected input, or the pole of a
+    first fold of points on the unit circle (then ``g = M_1 (x - Q_1)``);
+    ``Q[l]`` None means no fold (``g = M_l e``).  ``direction`` projects the input to a line
     (exact rationals); ``chord = (w, r)``: the score is ``w . e + r`` on the
     last circle, positive for label 1.  ``groups[l]``: the points that share
     one position after layer ``l + 1``.
@@ -217,23 +218,63 @@ def _merge(dirs, labels, groups, pairs, new):  # type: ignore[no-untyped-def]
     )
 
 
+def _first_fold(dirs, labels, groups):  # type: ignore[no-untyped-def]
+    """Layer 1 as a fold of input points on the unit circle: the best merge candidate."""
+    rel = _relative_angles(dirs)
+    order = sorted(range(len(dirs)), key=lambda i: rel[i])
+    fdirs = [[float(v) for v in d] for d in dirs]
+    eye = [[1.0, 0.0], [0.0, 1.0]]
+    scored = [
+        (_float_score(fdirs, labels, eye, 0.0, 1, pairs), pairs)
+        for pairs in merge_pairs(order, labels)
+    ]
+    best = max(scored, key=lambda c: c[0], default=None)
+    if best is None or best[0] <= 0:
+        raise InputError("no first fold without a collision (three chords meet in one point?)")
+    got = _fold(dirs, labels, [[mpmath.mpf(1), 0], [0, mpmath.mpf(1)]], best[1])
+    if got is None:
+        raise InputError("degenerate first fold")
+    _, Q, new = got
+    nd, nl, ng = _merge(dirs, labels, groups, best[1], new)
+    return nd, nl, ng, Q
+
+
+def on_half_circle(X: Sequence[Sequence[fmpq]]) -> bool:
+    """Points of the plane on the unit circle with positive second coordinate (exact)."""
+    return bool(X) and all(len(x) == 2 and x[0] ** 2 + x[1] ** 2 == 1 and x[1] > 0 for x in X)
+
+
 def design(X: Sequence[Sequence[fmpq]], y: Sequence[int], depth: int) -> Design:
     """The real-number net of the theorem for distinct points ``X`` with labels ``y`` in {0, 1}.
 
-    Needs ``len(X) <= 2 depth + 1``.  Deterministic.
+    Needs ``len(X) <= 2 depth + 1``, or ``2 depth + 3`` for points on the upper half
+    of the unit circle of the plane (:func:`on_half_circle`): there the first layer
+    folds too (proofs/double_fold.md, section 5; no two labels may collide, which
+    holds when no three chords with six distinct end points meet in one point).
+    Deterministic.
     """
     n = len(X)
-    if depth < 1 or n > 2 * depth + 1:
-        raise InputError(f"{n} points need depth >= {max(1, n // 2)} (2L + 1 points at depth L)")
-    direction = _separating_direction(X)
-    xs = [sum((a * c for a, c in zip(direction, x, strict=True)), fmpq(0)) for x in X]
+    circle = on_half_circle(X)
+    most = 2 * depth + (3 if circle else 1)
+    if depth < 1 or n > most:
+        need = max(1, (n - 2) // 2 if circle else n // 2)
+        raise InputError(f"{n} points need depth >= {need} ({most} points at depth {depth})")
     with mpmath.workdps(DPS):
-        dirs = [[_mp(x), mpmath.mpf(1)] for x in xs]
         labels = list(y)
         groups = [[i] for i in range(n)]
         Ms: list = []
         Qs: list = [None]
         history = []
+        if circle:
+            direction: tuple[fmpq, ...] = ()
+            dirs = [[_mp(x[0]), _mp(x[1])] for x in X]
+            if n >= 4:
+                dirs, labels, groups, Q = _first_fold(dirs, labels, groups)
+                Qs = [Q]
+        else:
+            direction = _separating_direction(X)
+            xs = [sum((a * c for a, c in zip(direction, x, strict=True)), fmpq(0)) for x in X]
+            dirs = [[_mp(x), mpmath.mpf(1)] for x in xs]
         for layer in range(1, depth + 1):
             N0 = _narrowing(dirs)
             last = layer == depth or len(dirs) <= 3
@@ -325,7 +366,11 @@ def _layers(des: Design, bits: int, d: int) -> tuple[list[Affine[fmpq]], Affine[
         layers = []
         for layer, (M, Q) in enumerate(zip(des.M, des.Q, strict=True)):
             EM = [[sum(E[i][k] * M[k][j] for k in range(2)) for j in range(2)] for i in range(3)]
-            if layer == 0:
+            if layer == 0 and not des.direction:  # points of the circle: x is e itself
+                q = Q if Q is not None else [0, 0]
+                W = [[EM[i][j] for j in range(2)] for i in range(3)]
+                b = [-(EM[i][0] * q[0] + EM[i][1] * q[1]) for i in range(3)]
+            elif layer == 0:
                 W = [[EM[i][0] * _mp(a) for a in des.direction] for i in range(3)]
                 b = [EM[i][1] for i in range(3)]
             else:
@@ -364,7 +409,7 @@ def double_fold_net(
     """
     y = [list(classes).index(label) for label in points.y]
     if depth is None:
-        depth = max(1, points.m // 2)
+        depth = max(1, (points.m - 2) // 2 if on_half_circle(points.X) else points.m // 2)
     des = design(points.X, y, depth)
     for bits in BITS:
         layers, readout = _layers(des, bits, points.d)
