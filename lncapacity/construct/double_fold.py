@@ -1,4 +1,6 @@
-"""Depth ``L`` shatters ``2L + 1`` points: two exact merges per layer (proofs/double_fold.md).
+"""Depth ``L`` shatters ``2L + 1`` points (``2L + 3`` on a circle): two exact merges per layer.
+
+Proofs: proofs/double_fold.md.
 
 With ``eps = 0`` a width-3 layer after the first is the circle map
 ``e -> arg M (e - Q)`` (proofs/circle_maps.md, section 1): two points of the
@@ -9,7 +11,9 @@ the re-spacing ``M`` of the layer before is generic.  Every layer after the
 first then takes the number of distinct points down by two, so ``2L + 1``
 distinct inputs end as 3 points on the circle after ``L`` layers, and a chord
 of the circle (the readout) realises any labeling of 3 points.  The order of
-the points along the circle never matters.
+the points along the circle never matters.  Inputs on the upper half of the
+unit circle of the plane are folded by the first layer too (``g = M (x - Q)``):
+``2L + 3`` of them, when no three of their chords meet in one point.
 
 :func:`design` does this in mpmath (exact merges up to the working precision,
 the re-spacing chosen among a few candidates for the widest gap between the
