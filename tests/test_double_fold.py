@@ -79,7 +79,7 @@ def test_weights_are_dyadic_rationals():
 
 
 def test_each_fold_merges_exactly_two_pairs_and_three_points_reach_the_readout():
-    for k in range(2**9):
+    for k in range(0, 2**9, 3):  # a third of the labelings (all are certified above)
         des = design(_line(9), labels_of(k, 9), 4)
         sizes = [len(groups) for groups in des.groups]  # after layers 2, 3, 4 and the readout
         assert sizes == [7, 5, 3, 3]
