@@ -43,11 +43,11 @@ DPS = 60
 BITS = (48, 80, 128, 192, 256)
 """Dyadic roundings tried, in turn, until the certificate accepts."""
 TS = (1, 3, 9)
+"""Stretch factors tried for the re-spacing ``M = diag(1, t) R(-alpha) N0``."""
 SAME_WEIGHT = 1e-2
 """Weight of the smallest gap of one label in a candidate's score (see :func:`_float_score`)."""
 CANDIDATES = 12
 """Pairs of merges tried per layer (the first ones of :func:`merge_pairs`)."""
-"""Stretch factors tried for the re-spacing ``M = diag(1, t) R(-alpha) N0``."""
 
 
 @dataclass
@@ -115,7 +115,7 @@ def merge_pairs(order: Sequence[int], labels: Sequence[int]) -> list[tuple[tuple
 
     Two pairs, each of one label, whose chords do not cross: for ``N >= 7`` only
     *separated* ones (``a < a' < b < b'`` along the arc, the genericity lemma's
-    case); for ``N = 5`` also nested ones (no fifth pair exists to collide);
+    case); for ``N = 5`` also nested ones (no third pair is left to collide);
     for even ``N`` one pair (the count becomes odd).  First the pairs of
     neighbours.
     """
