@@ -19,6 +19,21 @@ def _worker_signals() -> None:
     for name in ("SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), signal.SIG_DFL)
+    if hasattr(signal, "pthread_sigmask"):  # blocked by _submit while forking: ignored now
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _submit(pool: ProcessPoolExecutor, fn: Callable[[T], R], task: T) -> Future[R]:
+    """``pool.submit``, with Ctrl-C blocked while it may fork a worker: a worker forked
+    then would otherwise take the signal before :func:`_worker_signals` ignores it, and
+    print a traceback from its bootstrap.  A Ctrl-C meanwhile reaches the parent after."""
+    if not hasattr(signal, "pthread_sigmask"):
+        return pool.submit(fn, task)
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        return pool.submit(fn, task)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def imap(fn: Callable[[T], R], tasks: Iterable[T], workers: int) -> Iterator[R]:
@@ -39,7 +54,7 @@ def imap(fn: Callable[[T], R], tasks: Iterable[T], workers: int) -> Iterator[R]:
     try:
         window: list[Future[R]] = []
         for task in tasks:
-            window.append(pool.submit(fn, task))
+            window.append(_submit(pool, fn, task))
             if len(window) >= 4 * workers:
                 yield window.pop(0).result()
         for future in window:

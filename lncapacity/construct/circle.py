@@ -583,6 +583,13 @@ runs ran out of float resolution within 40 layers; from ``2^-16`` (m = 400) and 
 (m = 1000) it finished).  When it does not, ``build`` uses ``runs`` alone."""
 
 
+HANDOFF_ERR = 2.0**-40
+"""The largest float64 error (radians, :attr:`State.err`) a state ``runs`` takes over may
+carry: ``runs`` keeps its label gaps float-sized for values with rounding-sized errors, and
+a larger start error, compressed and spread with the values, can outgrow them (measured:
+one point of 1000 wrong in PyTorch float64 at eps 1e-5 without this bound)."""
+
+
 def handoff_read(H: np.ndarray) -> np.ndarray | None:
     """A read ``a`` (3 floats) with ``a . h = sin(phi - mu)`` increasing on the points' arc.
 
@@ -602,14 +609,14 @@ def handoff_read(H: np.ndarray) -> np.ndarray | None:
 
 def finish(st: State, y: np.ndarray) -> float:
     """Layers of ``st`` plus those ``runs`` needs from it (runs along :func:`handoff_read`
-    minus ``k``; one run fewer per layer); ``inf`` if no read is monotone on its arc or
-    its label gap is below :data:`HANDOFF_GAP`."""
+    minus ``k``; one run fewer per layer); ``inf`` if no read is monotone on its arc, its
+    label gap is below :data:`HANDOFF_GAP` or its float error above :data:`HANDOFF_ERR`."""
     if st.finish is None:
         k = int(y.max()) + 1
         a = handoff_read(st.H)
         if st.boundaries <= k:
             st.finish = len(st.layers)
-        elif a is None or st.gap < HANDOFF_GAP:
+        elif a is None or st.gap < HANDOFF_GAP or np.max(st.err) > HANDOFF_ERR:
             st.finish = math.inf
         else:
             lab = y[np.argsort(st.H @ a, kind="stable")]
