@@ -33,12 +33,11 @@ WIDTH = 3
 METHODS: dict[str, Callable[[Chain, Sequence[int], Progress | None], None]] = {
     "runs": merge_runs,
     "pma": pma,
-    "circle": merge_runs,  # what finishes (or replaces) the circle layers of build_circle
+    "circle": merge_runs,  # a name only: build_circle hands over to runs, or gives way to it
 }
 K_METHODS: dict[str, Callable[[Chain, Sequence[int], Progress | None], None]] = {
     "runs": merge_runs_k,
     "pma": pma_k,
-    "circle": merge_runs_k,
 }
 """The same methods for three or more classes (:mod:`.multiclass`)."""
 DEFAULT_METHOD = "auto"
@@ -160,11 +159,9 @@ def _folded(
     if k > 2:
         meta["warps"] = sum(step.kind == "warp" for step in chain.steps)
 
-    first = not layers
-    for step in chain.steps:
-        if first:  # the chain runs on the normalised projection read . x - shift
+    for i, step in enumerate(chain.steps):
+        if i == 0:  # the chain runs on the normalised projection read . x - shift
             step = replace(step, centre=step.centre + shift)
-            first = False
         layers.append(fold_layer(read, step))
         read = read_vector(step.read)
     if chain.steps:
