@@ -222,3 +222,23 @@ def test_circle_layers_handed_over_to_runs_stay_certified(monkeypatch):
     assert {p.precision for p in cert.points} == {53}
     assert certify(net, points, intervals=False).all_certified  # and in balls alone
     assert check(net, points, "float64").all_agree
+
+
+def test_giving_way_to_runs_is_said_when_it_happens():
+    class Progress:
+        def __init__(self):
+            self.notes = []
+
+        def __call__(self, done, total):
+            pass
+
+        def note(self, message):
+            self.notes.append(message)
+
+    progress = Progress()
+    points = _line([0, 1, 1, 0, 0, 1])  # runs: 2 layers; one circle layer keeps 4 boundaries
+    net = build(points, method="circle", progress=progress)
+    assert net.meta["method"] == "runs" and net.depth == 2
+    assert progress.notes == [
+        "circle gave way to runs: runs needs 2 layers and the search found no circle net with fewer"
+    ]

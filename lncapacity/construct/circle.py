@@ -957,6 +957,8 @@ def build_circle(
         if depth is not None and depth < runs_depth - 1:
             why += f" (at most {depth} asked)"
         meta.update(method="runs", fallback=f"circle: {why}; runs used")
+        if limit >= 1 and (note := getattr(progress, "note", None)):  # a search ran: say so now
+            note(f"circle gave way to runs: {why}")
         return None
     meta.update(
         circle_boundaries=[lay.meta.get("boundaries") for lay in layers],
