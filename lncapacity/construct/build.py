@@ -22,7 +22,7 @@ from ..data import PointSet, points_from_arrays
 from ..errors import InputError
 from ..fileformat import read_vector
 from ..model import Affine, Label, LNNet
-from .circle import Handoff, build_circle  # method "circle" (issue 18)
+from .circle import CIRCLE_META, Handoff, build_circle  # method "circle" (issue 18)
 from .fold import Chain, FoldStep, _fq, fold_layer, reversal
 from .multiclass import envelope, merge_runs_k, pma_k
 from .pma import Progress, order_groups, pma, power_of_two_near
@@ -110,7 +110,7 @@ def build(
             net = _folded(points, got, yk, present, cls, eps_q, depth, seed, "runs", progress, meta)
             if "fallback" not in meta:
                 return net
-            for key in ("circle_boundaries", "runs_depth", "circle_layers", "handoff"):
+            for key in CIRCLE_META:
                 meta.pop(key, None)
             meta.update(
                 method="runs", fallback=f"circle: runs after its layers failed ({meta['fallback']})"

@@ -104,24 +104,31 @@ def plane(H: np.ndarray) -> np.ndarray:
 
 
 def _score_orders(
-    rel: np.ndarray, y: np.ndarray, cyclic: bool
+    rel: np.ndarray, y: np.ndarray, cyclic: bool, err: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For each row of angles ``rel`` (``K x m``): boundaries, smallest label gap, order.
 
     ``cyclic``: the angles go around the whole circle (the gap from the last
     point back to the first counts); otherwise they lie in an arc shorter
     than ``pi`` and the wrap-around is a boundary but not a gap to resolve.
+    ``err`` (one per point): each gap counts less :data:`SAFETY` times the float64
+    error its two neighbours may carry (so that float64 and the exact net agree).
     """
     order = np.argsort(rel, axis=1, kind="stable")
     srt = np.take_along_axis(rel, order, axis=1)
     lab = y[order]
     b = boundaries_cyclic(lab)
     diff = np.diff(srt, axis=1)
+    if err is not None:
+        e = err[order]
+        diff = diff - SAFETY * (e[:, :-1] + e[:, 1:])
     change = lab[:, 1:] != lab[:, :-1]
     gaps = np.where(change, diff, np.inf)
     gap = gaps.min(axis=1)
     if cyclic:
         wrap = srt[:, 0] + 2 * math.pi - srt[:, -1]
+        if err is not None:
+            wrap = wrap - SAFETY * (e[:, -1] + e[:, 0])
         gap = np.minimum(gap, np.where(lab[:, 0] != lab[:, -1], wrap, np.inf))
     return b, gap, order
 
@@ -461,9 +468,9 @@ def _children(
         after = np.arctan2(*(plane(_apply(turned, W, bias, eps))).T[::-1])
         slope = np.abs((after - theta + math.pi) % (2 * math.pi) - math.pi) / TURN
         err = slope * st.err + ROUNDING
-        bb, gg = _boundaries_and_gap(theta, y, err)
-        if gg >= GAP_MIN:
-            out.append(State(H, [*st.layers, layer], bb, gg, err=err))
+        bb, gg, _ = _score_orders(theta[None, :], y, cyclic=True, err=err)
+        if gg[0] >= GAP_MIN:
+            out.append(State(H, [*st.layers, layer], int(bb[0]), float(gg[0]), err=err))
     return out
 
 
@@ -473,16 +480,6 @@ ROUNDING = 2.0**-49
 """Float64 error (radians) one layer adds to an angle near ``sqrt(3)`` in size: a few ulps."""
 SAFETY = 16.0
 """How many times the neighbours' accumulated float error a label gap must exceed to count."""
-
-
-def _boundaries_and_gap(theta: np.ndarray, y: np.ndarray, err: np.ndarray) -> tuple[int, float]:
-    """Boundaries around the circle and the smallest label gap, less :data:`SAFETY` times the
-    float64 error the two neighbours may carry (so that float64 and the exact net agree)."""
-    order = np.argsort(theta, kind="stable")
-    srt, lab, e = theta[order], y[order], err[order]
-    diff = np.diff(np.r_[srt, srt[0] + 2 * math.pi]) - SAFETY * (e + np.roll(e, -1))
-    change = lab != np.roll(lab, -1)
-    return int(change.sum()), float(diff[change].min()) if change.any() else math.inf
 
 
 def search(
@@ -890,6 +887,10 @@ def circle_net(
     return None if r is None else (st.layers, r)
 
 
+CIRCLE_META = ("circle_boundaries", "runs_depth", "circle_layers", "handoff")
+"""The keys :func:`build_circle` adds to a net's ``meta`` (dropped when runs replaces it)."""
+
+
 @dataclass
 class Handoff:
     """Circle layers for ``runs`` to finish: it folds the scalars ``read . h`` of their
@@ -992,7 +993,7 @@ def build_circle(
             method="runs",
             fallback=f"circle: the certificate failed on {len(cert.failures)} points; runs used",
         )
-        for key in ("circle_boundaries", "runs_depth", "circle_layers", "folds", "depth"):
+        for key in (*CIRCLE_META, "folds", "depth"):
             meta.pop(key, None)
         return None
     return net
