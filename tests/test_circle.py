@@ -242,3 +242,34 @@ def test_giving_way_to_runs_is_said_when_it_happens():
     assert progress.notes == [
         "circle gave way to runs: runs needs 2 layers and the search found no circle net with fewer"
     ]
+
+
+def test_the_searchs_float_error_estimate_bounds_the_true_error():
+    # the search keeps a label gap only if it exceeds the float64 error its neighbours may
+    # carry (State.err); that estimate must bound the distance between the angles float64
+    # computes and the true ones (balls at 300 bits through the exact layers)
+    from flint import arb
+
+    from lncapacity.arith import precision
+    from lncapacity.construct.circle import circle_state, plane
+    from lncapacity.model import Affine, LNNet
+
+    rng = np.random.default_rng(5)
+    X = rng.integers(-(2**20), 2**20, size=(120, 3)) / 2**18
+    y = rng.integers(0, 3, 120)
+    y[:3] = (0, 1, 2)
+    st = circle_state(X, y, 0.0, max_depth=40, seed=0, warm=False)
+    assert st is not None and st.boundaries == 3 and len(st.layers) > 10
+    one, zero = fmpq(1), fmpq(0)
+    ident = Affine(((one, zero, zero), (zero, one, zero), (zero, zero, one)), (zero,) * 3)
+    P = plane(st.H)
+    got = np.arctan2(P[:, 1], P[:, 0])
+    with precision(300):
+        net = LNNet(3, 3, fmpq(0), tuple(st.layers), ident, (0, 1, 2), {}).map(arb)
+        for i, x in enumerate(points_from_arrays(X, y).X):
+            h = net.forward([arb(v) for v in x], arb.sqrt)
+            true = arb.atan2(
+                (h[0] + h[1] - 2 * h[2]) / arb(6).sqrt(), (h[0] - h[1]) / arb(2).sqrt()
+            )
+            off = abs(float((true - got[i]).mid()))
+            assert min(off, 2 * math.pi - off) <= st.err[i], i
