@@ -104,19 +104,43 @@ def build(
     yk = [present.index(label) for label in points.y]
     if method == "circle":  # whole circle maps per layer: its own entry point (circle.py)
         got = build_circle(points, yk, present, cls, eps_q, depth, seed, progress, meta)
-        if isinstance(got, LNNet):
-            return got
+        why = None  # None: build_circle noted in meta why runs is used
         if isinstance(got, Handoff):  # certified by construction: the chain starts from balls
-            net = _folded(points, got, yk, present, cls, eps_q, depth, seed, "runs", progress, meta)
-            if "fallback" not in meta:
-                return net
-            for key in CIRCLE_META:
+            try:
+                got = _folded(
+                    points, got, yk, present, cls, eps_q, depth, seed, "runs", progress, meta
+                )
+            except Unresolvable as e:
+                why = f"runs after its layers failed ({e})"
+        if isinstance(got, LNNet):
+            # a circle net is found in float64 and certified now; a hand-over's is certified
+            # by construction (its folds start from balls)
+            why = _rejected(got, points, certify="handoff" not in meta)
+            if why is None:
+                return got
+        if why is not None:
+            for key in (*CIRCLE_META, "folds", "depth"):
                 meta.pop(key, None)
-            meta.update(
-                method="runs", fallback=f"circle: runs after its layers failed ({meta['fallback']})"
-            )
-        method = "runs"  # build_circle noted why in meta["fallback"]
+            meta.update(method="runs", fallback=f"circle: {why}; runs used")
+            if note := getattr(progress, "note", None):
+                note(f"circle gave way to runs: {why}")
+        method = "runs"
     return _folded(points, None, yk, present, cls, eps_q, depth, seed, method, progress, meta)
+
+
+def _rejected(net: LNNet[fmpq], points: PointSet, certify: bool) -> str | None:
+    """Why a circle method's net is not used, or None: the certificate fails (``certify``),
+    or NumPy float64 gets points wrong (the search bounds the float error,
+    :func:`.circle._carry`, so it should not: this checks that promise)."""
+    from ..certify import certify as certificate
+    from ..floats import check
+
+    if certify and (failed := len(certificate(net, points).failures)):
+        return f"the certificate failed on {failed} points"
+    got = check(net, points, "float64")
+    if got.agree < got.total:
+        return f"float64 gets {got.total - got.agree} of {got.total} points wrong"
+    return None
 
 
 def _folded(
@@ -140,11 +164,17 @@ def _folded(
         layers: list[Affine[fmpq]] = []
     else:
         t, read, shift, layers = prefix.t, prefix.read, fmpq(0), list(prefix.layers)
-    chain = Chain(t, eps_q, start=None if prefix is None else prefix.start)
+    chain = (
+        Chain(t, eps_q)
+        if prefix is None
+        else Chain(t, eps_q, start=prefix.start, slack=prefix.slack)
+    )
     methods, fallback = (METHODS, pma) if k == 2 else (K_METHODS, pma_k)
     try:
         methods[method](chain, yk, progress)
     except Unresolvable as e:
+        if prefix is not None:  # the caller uses runs alone instead
+            raise
         # the data is finer than float64 can see: the paper's construction, which
         # needs no float search, still gives a certified net (not a float-faithful one)
         meta.update(method="pma", fallback=str(e))

@@ -134,6 +134,7 @@ class Chain:
         eps: fmpq,
         prec: int = 96,
         start: Callable[[int], list[arb]] | None = None,
+        slack: Sequence[float] | None = None,
     ) -> None:
         self.t = list(t)
         self.eps = eps
@@ -142,7 +143,21 @@ class Chain:
         self.start = start
         """When given, the true start values are not ``t`` but known only as balls:
         ``start(prec)`` encloses them at ``prec`` bits (``t`` then only counts the points)."""
+        self.slack = slack
+        """With ``start``: how far (per point) the values a float64 forward pass computes
+        may lie from the true ones.  The chain then keeps apart, and certifies, the start
+        values widened by it (:meth:`start_balls`), so float64 runs of the layers before
+        and the folds after still order the points as the true values do."""
         self.refresh()
+
+    def start_balls(self, prec: int) -> list[arb]:
+        """Balls at ``prec`` bits around the start values, widened by :attr:`slack`."""
+        return [ball(x) for x in self.t] if self.start is None else self._widen(self.start(prec))
+
+    def _widen(self, balls: list[arb]) -> list[arb]:
+        if self.slack is None:
+            return balls
+        return [b + arb(0, float(r)) for b, r in zip(balls, self.slack, strict=True)]
 
     def reset(self) -> None:
         """Drop every step: back to the exact projected values."""
@@ -165,6 +180,7 @@ class Chain:
                 with precision(self.prec):
                     balls = self.start(self.prec)
                     if all(b.is_finite() and b.rad() <= TIGHT for b in balls):
+                        balls = self._widen(balls)
                         lo = iv.enclose([arb_to_fmpq(b.lower()) for b in balls])[0]
                         hi = iv.enclose([arb_to_fmpq(b.upper()) for b in balls])[1]
                         break
@@ -184,9 +200,7 @@ class Chain:
         """The balls of every value after every step, at :attr:`prec` bits (computed lazily)."""
         with precision(self.prec):
             if self._done < 0:
-                self._balls = (
-                    [ball(x) for x in self.t] if self.start is None else self.start(self.prec)
-                )
+                self._balls = self.start_balls(self.prec)
                 self._done = 0
             for step in self.steps[self._done :]:
                 f = step.ball_map(self.eps)

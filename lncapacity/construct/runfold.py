@@ -200,7 +200,7 @@ class Tightener:
         if self.starts is None:
             prec = max(TIGHT_PRECISION, chain.prec)  # the chain's: enough for its start
             with precision(prec):
-                self.starts = chain.start(prec)
+                self.starts = chain.start_balls(prec)
         return self.starts[k]
 
     def _advance(self, step: FoldStep, eps: fmpq, a: arb, b: arb) -> tuple[arb, arb]:
