@@ -224,6 +224,52 @@ def test_circle_layers_handed_over_to_runs_stay_certified(monkeypatch):
     assert check(net, points, "float64").all_agree
 
 
+def test_the_hand_over_widens_the_true_values_past_float64s(monkeypatch):
+    # runs after circle layers keeps apart the true values widened by the slack; that is
+    # sound for float64 only if float64's values lie within it
+
+    from lncapacity.arith import precision
+    from lncapacity.construct import circle
+    from lncapacity.floats import forward
+    from lncapacity.model import Affine, LNNet
+
+    search = circle.circle_state
+    monkeypatch.setattr(
+        circle, "circle_state", lambda *a, **kw: search(*a, **{**kw, "max_depth": 3})
+    )
+    rng = np.random.default_rng(7)
+    X = rng.integers(-(2**20), 2**20, size=(400, 3)) / 2**18
+    y = rng.integers(0, 2, 400)
+    points = points_from_arrays(X, y)
+    got = circle.build_circle(points, list(y), [0, 1], (0, 1), fmpq(0), None, 0, None, {})
+    assert isinstance(got, circle.Handoff) and (got.slack > 0).all()
+    prefix = LNNet(3, 3, fmpq(0), tuple(got.layers), Affine((got.read,), (fmpq(0),)), (0,), {})
+    floats64 = forward(prefix, points, "float64")[:, 0]
+    with precision(200):
+        for x, b, r in zip(floats64, got.start(200), got.slack, strict=True):
+            assert abs(float((b - x).mid())) + float(b.rad()) <= r
+
+
+def test_a_circle_net_float64_gets_wrong_is_not_used(monkeypatch):
+    import dataclasses
+
+    from lncapacity import floats
+
+    real = floats.check
+
+    def one_wrong(net, points, backend="float64", *args):
+        got = real(net, points, backend, *args)
+        return dataclasses.replace(got, agree=got.total - 1)
+
+    monkeypatch.setattr(floats, "check", one_wrong)
+    points = _line([0, 1, 2, 0, 1, 2, 2, 0, 1, 0, 2, 1])
+    net = build(points, method="circle")
+    assert net.meta["method"] == "runs", net.meta
+    assert net.meta["fallback"] == "circle: float64 gets 1 of 12 points wrong; runs used"
+    assert "circle_layers" not in net.meta
+    assert certify(net, points).all_certified
+
+
 def test_giving_way_to_runs_is_said_when_it_happens():
     class Progress:
         def __init__(self):
