@@ -140,10 +140,11 @@ def _confusion(
     """
     with precision(chain.prec):
         c = arb(centre)
+        values = chain.values  # a property that brings the balls up to date: read it once
         spans = []
         for g in groups:
-            lo = min(chain.values[t].lower() for t in g)
-            hi = max(chain.values[t].upper() for t in g)
+            lo = min(values[t].lower() for t in g)
+            hi = max(values[t].upper() for t in g)
             spans.append((lo, hi))
         # the resolution the values have now: the smallest gap between different labels
         gap = min(
