@@ -160,17 +160,21 @@ def _confusion(
         right = [(lo - c, hi - c, t, 1) for t, (lo, hi) in enumerate(spans) if lo > c]
         if len(left) + len(right) < len(groups):
             return "a value lies at the fold centre"
-        everything = sorted(left + right, key=lambda s: s[0].mid())
-        for (_, a_hi, a, sa), (b_lo, _, b, sb) in itertools.pairwise(everything):
-            la, lb = y[groups[a][0]], y[groups[b][0]]
-            if la == lb or {a, b} == {i, j}:
-                continue
-            # mirror images (opposite sides) must stay as far apart as the labels are now
-            if not (b_lo - a_hi > (slack if sa != sb else 0)):
-                return (
-                    f"a value of label {la} and one of label {lb} would be mirror images "
-                    "about the fold centre (parallelization)"
-                )
+        # sweep by distance: every group must lie beyond *all* nearer groups of other
+        # labels, not only its neighbour in this order (a wide merged group can reach
+        # past a same-label neighbour onto the next label)
+        reach: dict[tuple[int, int], arb] = {}  # (label, side) -> farthest distance so far
+        for b_lo, b_hi, b, sb in sorted(left + right, key=lambda s: s[0].mid()):
+            lb = y[groups[b][0]]
+            for (la, sa), a_hi in reach.items():
+                # mirror images (opposite sides) must stay as far apart as the labels are now
+                if la != lb and not (b_lo - a_hi > (slack if sa != sb else 0)):
+                    return (
+                        f"a value of label {la} and one of label {lb} would be mirror images "
+                        "about the fold centre (parallelization)"
+                    )
+            top = b_hi.upper()  # exact: the maximum below is decided
+            reach[(lb, sb)] = max(reach.get((lb, sb), top), top)
     return None
 
 
