@@ -142,7 +142,9 @@ def test_cyclic_runs() -> None:
     assert cyclic_runs("abc") == 3 and cyclic_runs("a") == 1 and cyclic_runs("aba") == 2
 
 
-@pytest.mark.parametrize("name", ["iris", "wine"])
+@pytest.mark.parametrize(
+    "name", ["iris", "wine", pytest.param("digits", marks=pytest.mark.slow)]
+)  # digits: 1797 points, 10 classes, about 2 minutes (the circle search, then pma)
 def test_sklearn_datasets_through_the_cli(tmp_path, name: str) -> None:
     datasets = pytest.importorskip("sklearn.datasets")
     import subprocess
@@ -155,7 +157,7 @@ def test_sklearn_datasets_through_the_cli(tmp_path, name: str) -> None:
     run = [sys.executable, "-m", "lncapacity"]
     p = subprocess.run(
         [*run, "certify", str(data), "--out", str(out), "--json", "--float", "float64"],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
     import json
@@ -163,7 +165,7 @@ def test_sklearn_datasets_through_the_cli(tmp_path, name: str) -> None:
     summary = json.loads(p.stdout)
     assert summary["all_certified"] and summary["classes"] == sorted(set(y.tolist()))
     v = subprocess.run([*run, "verify", str(out), str(data), "--float", "float64"],
-                       capture_output=True, text=True, timeout=300)  # fmt: skip
+                       capture_output=True, text=True, timeout=900)  # fmt: skip
     assert v.returncode == 0, v.stderr
 
 
