@@ -211,7 +211,7 @@ def test_confusion_sees_a_wide_group_reach_past_its_neighbour() -> None:
     """Folding at 0 sends a group of label 0 at -4 and -1.5 to distances 1.5 .. 4, around
     the label-1 value at distance 3: confusion, though its nearest neighbour in distance
     (label 0, at 2) is of its own label.  (Missed by a check of neighbours only, this let
-    pma on digits' 10 classes merge labels and then refine to 67,000 bits and beyond.)"""
+    two labels meet under pma on digits' 10 classes, and then refine to 67,000 bits and beyond.)"""
     from flint import fmpq
 
     from lncapacity.construct.fold import Chain
@@ -220,7 +220,7 @@ def test_confusion_sees_a_wide_group_reach_past_its_neighbour() -> None:
     chain = Chain([fmpq(-4), fmpq(-3, 2), fmpq(2), fmpq(3)], fmpq(0))
     y = [0, 0, 0, 1]
     groups = [[0, 1], [2], [3]]
-    assert "mirror images" in (_confusion(chain, groups, 0, 1, y, fmpq(0)) or "")
+    assert "mirror images" in (_confusion(chain, groups, y, fmpq(0)) or "")
     # moved out of reach (the label-1 value at distance 5), nothing is confused
     far = Chain([fmpq(-4), fmpq(-3, 2), fmpq(2), fmpq(5)], fmpq(0))
-    assert _confusion(far, groups, 0, 1, y, fmpq(0)) is None
+    assert _confusion(far, groups, y, fmpq(0)) is None

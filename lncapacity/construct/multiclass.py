@@ -106,7 +106,7 @@ def _pma_k(chain: Chain, y: Sequence[int], tolerance: fmpq, progress: Progress |
                 f"fold {len(chain.steps) + 1}: no safe centre (merged groups too wide "
                 "for their neighbours)"
             )
-        clash = _confusion(chain, groups, i, j, y, step.centre)
+        clash = _confusion(chain, groups, y, step.centre)
         if clash is not None:
             if warps == MAX_WARPS:
                 # a merged group is wider than the gap a mirror image must fit in:
@@ -120,14 +120,7 @@ def _pma_k(chain: Chain, y: Sequence[int], tolerance: fmpq, progress: Progress |
         groups = [*groups[:i], groups[i] + groups[j], *groups[i + 1 : j], *groups[j + 1 :]]
 
 
-def _confusion(
-    chain: Chain,
-    groups: list[list[int]],
-    i: int,
-    j: int,
-    y: Sequence[int],
-    centre: fmpq,
-) -> str | None:
+def _confusion(chain: Chain, groups: list[list[int]], y: Sequence[int], centre: fmpq) -> str | None:
     """Why folding at ``centre`` could confuse two labels, or None if it certainly cannot.
 
     The fold orders values by distance to the centre.  Two groups of different
