@@ -26,10 +26,11 @@ stops at ``k`` boundaries (every class one arc).  ``M = diag(1, k) R`` with
 ``k`` from a grid spreads the image.  Every weight is a float64, i.e. an exact
 dyadic rational, and the search tracks the points exactly as NumPy float64
 runs the net; the finished net is certified by :func:`lncapacity.certify` (ball
-arithmetic) in :func:`build_circle`.  With ``eps > 0`` the output lies strictly
-inside the disc: each layer is scaled by a power of two so that ``eps`` shifts
-the radius by less than ``2^-40`` (the angle never depends on ``eps``).  With
-two classes the search may hand over to ``runs`` (:class:`Handoff`).
+arithmetic) and run once in float64 in :func:`lncapacity.construct.build`.  With
+``eps > 0`` the output lies strictly inside the disc: each layer is scaled by a
+power of two so that ``eps`` shifts the radius by less than ``2^-40`` (the angle
+never depends on ``eps``).  With two classes the search may hand over to ``runs``
+(:class:`Handoff`).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ Progress = Callable[[int, int], None]
 
 
 ROUNDING_FIRST = 2.0**-44
-"""Float64 error (radians) assumed for the angles after the first layers (a start value)."""
+"""Float64 error (radians) assumed at least for the angles after the first layer."""
 
 
 @dataclass
@@ -83,8 +84,8 @@ class State:
     gap: float = 0.0
     finish: float | None = None
     """Cache of :func:`finish`."""
-    err: Any = ROUNDING_FIRST
-    """Bound (estimated, per point or one for all) on the float64 error of the angles."""
+    err: np.ndarray = field(kw_only=True)
+    """Bound, per point, on the float64 error of the angles (:func:`_carry`)."""
 
 
 def boundaries_cyclic(labels: np.ndarray) -> np.ndarray:
@@ -466,7 +467,7 @@ def _children(
 
 
 def _carry(
-    H: np.ndarray, W: np.ndarray, b: np.ndarray, eps: float, err: Any = None
+    H: np.ndarray, W: np.ndarray, b: np.ndarray, eps: float, err: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One layer in float64: its outputs, their angles, and the bound on the angles' float
     error: the error ``err`` of the inputs' angles carried through the layer's slope (a
@@ -494,7 +495,7 @@ def _condition(H: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 TURN = 2.0**-20
-"""The turn (radians) by which :func:`_children` measures a layer's slope."""
+"""The turn (radians) by which :func:`_carry` measures a layer's slope."""
 ROUNDING = 2.0**-49
 """Float64 error (radians) one layer adds to an angle, per unit of :func:`_condition`: a few
 ulps (measured against 300-bit balls: the estimate stays above the true error, 2^-4 of it at
@@ -880,33 +881,15 @@ def circle_state(
 
 
 def circle_net(
-    X: np.ndarray,
-    y: np.ndarray,
-    eps: float,
-    *,
-    max_depth: int,
-    seed: int = 0,
-    beam: int = 4,
-    restarts: int | None = None,
-    warm: bool = True,
-    progress: Progress | None = None,
+    X: np.ndarray, y: np.ndarray, eps: float, **search: Any
 ) -> tuple[list[Affine[fmpq]], Affine[fmpq]] | None:
     """Layers and a readout (a row per label ``0 .. k-1``) classifying ``(X, y)`` in float64.
 
-    None when the search (:func:`circle_state`) finds nothing within ``max_depth``
-    layers.  The result is *not yet certified*: :func:`lncapacity.certify` decides.
+    ``search``: the keywords of :func:`circle_state` (``max_depth`` among them).  None
+    when the search finds nothing within ``max_depth`` layers.  The result is *not yet
+    certified*: :func:`lncapacity.certify` decides.
     """
-    st = circle_state(
-        X,
-        y,
-        eps,
-        max_depth=max_depth,
-        seed=seed,
-        beam=beam,
-        restarts=restarts,
-        warm=warm,
-        progress=progress,
-    )
+    st = circle_state(X, y, eps, **search)
     if st is None:
         return None
     r = readout(st.H, y)
@@ -1006,8 +989,7 @@ def build_circle(
             net = prefix.map(arb)
             return [net.forward([arb(v) for v in x], arb.sqrt)[0] for x in points.X]
 
-        slack = np.broadcast_to(2 * st.err + HANDOFF_ROUNDING, len(y))
-        return Handoff(layers, read, values, start, slack)
+        return Handoff(layers, read, values, start, 2 * st.err + HANDOFF_ROUNDING)
     needed = len(layers)
     layers = layers + [identity_layer(float(eps))] * ((depth or needed) - needed)
     zero = tuple(fmpq(0) for _ in range(3))
