@@ -11,7 +11,7 @@ rounding of, a decision boundary: never called right).  Precision starts at 128
 bits and doubles until every point is decided or the limit is reached (within a
 chunk of points the precision reached carries over); no floating-point comparison
 is involved.  For scalar chains (the constructions' nets) every layer but the last
-maps exact ends to its exact range (:func:`_range_map`), so the balls lose no bits
+maps exact ends to its exact range (:func:`.interval.scalar_range_balls`), so the balls lose no bits
 per layer to dependency and deep nets certify at the starting precision.
 
 Nets that are no scalar chain (trained nets: every layer of full rank) first
@@ -473,7 +473,7 @@ def _evaluator(net: LNNet[fmpq]) -> Scores:
         if prec not in cache:
             s0, g, k, alpha, beta = steps[-1]
             cache[prec] = (
-                [_range_map(*step) for step in steps[:-1]],
+                [iv.scalar_range_balls(s0, g, k, b[0], a[0]) for s0, g, k, a, b in steps[:-1]],
                 (arb(s0), arb(g), arb(k), [arb(a) for a in alpha], [arb(b) for b in beta]),
                 [arb(b) for b in bias],
             )
@@ -490,54 +490,6 @@ def _evaluator(net: LNNet[fmpq]) -> Scores:
         return [(a * t + b) / root + ri for a, b, ri in zip(alpha, beta, r, strict=True)]
 
     return scalar
-
-
-def _range_map(
-    s0: fmpq, g: fmpq, k: fmpq, alpha: Sequence[fmpq], beta: Sequence[fmpq]
-) -> Callable[[arb, arb], tuple[arb, arb] | None]:
-    """``(lo, hi) -> (lo', hi')``: exact ends around ``f([lo, hi])``, at the current precision
-    (None if a ball of ``f`` is not finite).
-
-    ``f(s) = (a (s - s0) + b) / sqrt(g (s - s0)^2 + k)`` (one read ``a, b``; ``k > 0``)
-    is monotone on each side of its one critical point ``s0 + a k / (b g)``
-    (``f' = (a k - b g t) / (g t^2 + k)^(3/2)``, ``t = s - s0``; none when ``b g = 0``),
-    where it takes its extremum ``sign(b) sqrt(b^2 / k + a^2 / g)``.  So the range over
-    ``[lo, hi]`` is the hull of the balls of ``f`` at the two (exact) ends, and of the
-    extremum when the interval may hold the critical point: the same argument as
-    :func:`lncapacity.interval.scalar_range` (proofs/interval_rounding.md, "Scalar
-    chains").  Plain ball evaluation of ``f`` on a ball loses about a bit per layer
-    (``t`` in the numerator and under the root widen independently); this loses only
-    the rounding at the ends, so deep chains certify at the starting precision.
-    """
-    ((a,), (b,)) = alpha, beta
-    S0, G, K, A, B = arb(s0), arb(g), arb(k), arb(a), arb(b)
-    peak: tuple[arb, arb, bool] | None = None
-    if b != 0 and g != 0:
-        e = arb(b * b / k + a * a / g).sqrt()
-        peak = (arb(s0 + a * k / (b * g)), e if b > 0 else -e, b > 0)
-
-    def f(s: arb) -> arb:
-        t = s - S0
-        return (A * t + B) / (G * t * t + K).sqrt()
-
-    def apply(lo: arb, hi: arb) -> tuple[arb, arb]:
-        flo, fhi = f(lo), f(hi)
-        if not (flo.is_finite() and fhi.is_finite()):
-            return None
-        x, y = flo.lower(), fhi.lower()
-        new_lo = x if x < y else y
-        x, y = flo.upper(), fhi.upper()
-        new_hi = x if x > y else y
-        if peak is not None and not (hi < peak[0] or lo > peak[0]):  # may hold the extremum
-            if peak[2]:
-                top = peak[1].upper()
-                new_hi = new_hi if new_hi > top else top
-            else:
-                bottom = peak[1].lower()
-                new_lo = new_lo if new_lo < bottom else bottom
-        return new_lo, new_hi
-
-    return apply
 
 
 def _algebraic(net: LNNet[Any]) -> bool:

@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 import numpy as np
-from flint import fmpq
+from flint import arb, fmpq
 
 Interval = tuple[np.ndarray, np.ndarray]
 
@@ -217,5 +217,49 @@ def scalar_range(c: fmpq, g: fmpq, k: fmpq, a1: fmpq, a2: fmpq) -> Callable[[Int
             else:
                 out_lo = np.where(may, np.minimum(out_lo, crit[2]), out_lo)
         return out_lo, out_hi
+
+    return apply
+
+
+def scalar_range_balls(
+    c: fmpq, g: fmpq, k: fmpq, a1: fmpq, a2: fmpq
+) -> Callable[[arb, arb], tuple[arb, arb] | None]:
+    """:func:`scalar_range` in ``arb`` for exact ends: ``(lo, hi) -> (lo', hi')``, exact
+    ends around ``f([lo, hi])`` at the current precision (None if a ball of ``f`` at an
+    end is not finite).
+
+    The same argument: the hull of the balls of ``f`` at the two ends, and the extremum
+    ``sign(a1) sqrt(a1^2 / k + a2^2 / g)`` when ``[lo, hi]`` may hold the critical point
+    ``c + a2 k / (a1 g)``.  Plain ball evaluation of ``f`` on a ball loses about a bit
+    per layer (``s`` in the numerator and under the root widen independently); this
+    loses only the rounding at the ends, so deep chains keep their precision (the
+    certificate's scalar chains and :class:`~lncapacity.construct.runfold.Tightener`).
+    """
+    C, G, K, A1, A2 = arb(c), arb(g), arb(k), arb(a1), arb(a2)
+    peak: tuple[arb, arb] | None = None
+    if a1 != 0 and g != 0:
+        e = arb(a1 * a1 / k + a2 * a2 / g).sqrt()
+        peak = (arb(c + a2 * k / (a1 * g)), e if a1 > 0 else -e)
+
+    def f(x: arb) -> arb:
+        s = x - C
+        return (A1 + A2 * s) / (G * s * s + K).sqrt()
+
+    def apply(lo: arb, hi: arb) -> tuple[arb, arb] | None:
+        flo, fhi = f(lo), f(hi)
+        if not (flo.is_finite() and fhi.is_finite()):
+            return None
+        x, y = flo.lower(), fhi.lower()
+        new_lo = x if x < y else y
+        x, y = flo.upper(), fhi.upper()
+        new_hi = x if x > y else y
+        if peak is not None and not (hi < peak[0] or lo > peak[0]):  # may hold the extremum
+            if a1 > 0:
+                top = peak[1].upper()
+                new_hi = new_hi if new_hi > top else top
+            else:
+                bottom = peak[1].lower()
+                new_lo = new_lo if new_lo < bottom else bottom
+        return new_lo, new_hi
 
     return apply

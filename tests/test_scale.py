@@ -297,20 +297,20 @@ def test_deep_chains_certify_in_balls_at_the_starting_precision():
             assert hi - lo <= 2 * np.spacing(abs(hi))  # and narrow: float bounds a float apart
 
 
-def test_certify_range_map_holds_the_extremum():
-    from lncapacity.certify import _range_map
+def test_ball_range_map_holds_the_extremum():
+    from lncapacity.interval import scalar_range_balls
 
     s0, g, k, a, b = fmpq(1, 3), fmpq(2, 3), fmpq(5, 7), fmpq(3, 2), fmpq(2)
     star = s0 + a * k / (b * g)  # b > 0: the maximum sqrt(b^2 / k + a^2 / g)
     with precision(192):
-        step = _range_map(s0, g, k, [a], [b])
+        step = scalar_range_balls(s0, g, k, b, a)
         d = arb(fmpq(1, 2**30))
         lo, hi = step(arb(star) - d, arb(star) + d)
         top = arb(b * b / k + a * a / g).sqrt()
         assert not (top > hi) and lo < top and float(hi - lo) < 2.0**-50
         lo, hi = step(arb(star) + d, arb(star) + 2 * d)  # beyond it: the ends alone
         assert top > hi
-        lo2, hi2 = _range_map(s0, g, k, [-a], [-b])(arb(star) - d, arb(star) + d)
+        lo2, hi2 = scalar_range_balls(s0, g, k, -b, -a)(arb(star) - d, arb(star) + d)
         assert not (-top < lo2) and hi2 > -top  # b < 0: the minimum
 
 

@@ -58,31 +58,30 @@ class FoldStep:
         if not (self.offset > 0 and self.scale > 0):
             raise ValueError("a fold needs offset > 0 and scale > 0")
 
-    def ball_map(self, eps: fmpq) -> Callable[[arb], arb]:
-        """``p -> p'`` (formula in the module doc) on balls at the current precision.
-
-        Written as ``(a1 + a2 s) / sqrt(g s^2 + k)`` with ``s = p - c`` and the
-        constants rounded once, so each point costs a handful of ball operations.
-        """
+    def scalar(self, eps: fmpq) -> tuple[fmpq, fmpq, fmpq, fmpq, fmpq]:
+        """``(c, g, k, a1, a2)``, exact, with ``p' = (a1 + a2 s) / sqrt(g s^2 + k)``,
+        ``s = p - c`` (the formula in the module doc)."""
         S, beta = self.scale, self.offset
         alpha, gamma = self.read
-        c, g, k = ball(self.centre), ball(2 * S * S / 3), ball(2 * S * S * beta * beta + eps)
-        a1, a2 = ball(6 * alpha * beta * S), ball(2 * gamma * S)
-        if gamma == 0:
-            return lambda p: a1 / (g * (p - c) ** 2 + k).sqrt()
-        return lambda p: (a1 + a2 * (p - c)) / (g * (p - c) ** 2 + k).sqrt()
-
-    def interval_map(self, eps: fmpq) -> Callable[[iv.Interval], iv.Interval]:
-        """``p -> p'`` on float64 interval arrays, rigorously (:func:`.interval.scalar_range`)."""
-        S, beta = self.scale, self.offset
-        alpha, gamma = self.read
-        return iv.scalar_range(
+        return (
             self.centre,
             2 * S * S / 3,
             2 * S * S * beta * beta + eps,
             6 * alpha * beta * S,
             2 * gamma * S,
         )
+
+    def ball_map(self, eps: fmpq) -> Callable[[arb], arb]:
+        """``p -> p'`` on balls at the current precision, the constants rounded once, so
+        each point costs a handful of ball operations."""
+        c, g, k, a1, a2 = (ball(v) for v in self.scalar(eps))
+        if self.read[1] == 0:
+            return lambda p: a1 / (g * (p - c) ** 2 + k).sqrt()
+        return lambda p: (a1 + a2 * (p - c)) / (g * (p - c) ** 2 + k).sqrt()
+
+    def interval_map(self, eps: fmpq) -> Callable[[iv.Interval], iv.Interval]:
+        """``p -> p'`` on float64 interval arrays, rigorously (:func:`.interval.scalar_range`)."""
+        return iv.scalar_range(*self.scalar(eps))
 
     def meta(self) -> dict[str, Any]:
         """The layer's record in the gadget encoding (:func:`~lncapacity.fileformat.to_gadget`)."""

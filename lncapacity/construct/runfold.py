@@ -33,11 +33,12 @@ the next).  A candidate that fails gives way to the next best.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from flint import arb, fmpq
 
+from .. import interval as iv
 from ..arith import lower_bound_float, precision
 from ..errors import ConstructionError
 from .fold import Chain, FoldStep, reversal
@@ -144,7 +145,7 @@ class Tightener:
     def __init__(self) -> None:
         self.starts: list[arb] | None = None
         self.done: dict[int, tuple[int, FoldStep | None, arb, arb]] = {}
-        self.maps: dict[int, tuple[FoldStep, tuple[arb, ...], fmpq | None, arb, bool]] = {}
+        self.maps: dict[int, tuple[FoldStep, Callable[[arb, arb], tuple[arb, arb] | None]]] = {}
 
     def tighten(self, chain: Chain, rs: Runs, labels: np.ndarray) -> bool:
         """Narrow the intervals at the gaps where they eat a quarter of the gap or more;
@@ -204,40 +205,16 @@ class Tightener:
         return self.starts[k]
 
     def _advance(self, step: FoldStep, eps: fmpq, a: arb, b: arb) -> tuple[arb, arb]:
-        """The exact ends of an enclosure of ``f([a, b])``, ``f`` the step's scalar map."""
+        """The exact ends of an enclosure of ``f([a, b])``, ``f`` the step's scalar map
+        (:func:`.interval.scalar_range_balls`, built once per step)."""
         known = self.maps.get(id(step))
         if known is None or known[0] is not step:
-            S, beta = step.scale, step.offset
-            alpha, gamma = step.read
-            c, g, k = step.centre, 2 * S * S / 3, 2 * S * S * beta * beta + eps
-            a1, a2 = 6 * alpha * beta * S, 2 * gamma * S
-            star, extreme = None, arb(0)
-            if a1 != 0 and g != 0:  # f' = (a2 k - a1 g s) / (g s^2 + k)^(3/2): one zero,
-                # where f is sign(a1) sqrt(a1^2 / k + a2^2 / g) (Cauchy-Schwarz: the extremum)
-                star = c + a2 * k / (a1 * g)
-                extreme = arb(a1 * a1 / k + a2 * a2 / g).sqrt()
-                extreme = extreme if a1 > 0 else -extreme
-            known = (step, tuple(arb(v) for v in (c, g, k, a1, a2)), star, extreme, a1 > 0)
+            known = (step, iv.scalar_range_balls(*step.scalar(eps)))
             self.maps[id(step)] = known
-        _, (C, G, K, A1, A2), star, extreme, maximum = known
-
-        def f(x: arb) -> arb:
-            s = x - C
-            return (A1 + A2 * s) / (G * s * s + K).sqrt()
-
-        fa, fb = f(a), f(b)
-        if not (fa.is_finite() and fb.is_finite()):  # (cannot happen for k > 0)
+        ends = known[1](a, b)
+        if ends is None:  # (cannot happen for k > 0)
             return arb(0, math.inf), arb(0, math.inf)
-        lo = fa.lower() if fa.lower() < fb.lower() else fb.lower()
-        hi = fa.upper() if fa.upper() > fb.upper() else fb.upper()
-        if star is not None:
-            p = arb(star)
-            if not (b < p or a > p):  # the enclosure may hold the critical point
-                if maximum:
-                    hi = hi if hi > extreme.upper() else extreme.upper()
-                else:
-                    lo = lo if lo < extreme.lower() else extreme.lower()
-        return lo, hi
+        return ends
 
 
 def _first_certified(
