@@ -12,6 +12,12 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+_SIGNALS = {
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+}
+"""The signals the command line handles: a worker sets its own dispositions for them."""
+
+
 def _worker_signals() -> None:
     """In each worker: Ctrl-C is the parent's to handle (it stops the workers), and SIGTERM or
     SIGHUP end the worker at once (not the parent's handlers, inherited through ``fork``)."""
@@ -19,17 +25,22 @@ def _worker_signals() -> None:
     for name in ("SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), signal.SIG_DFL)
-    if hasattr(signal, "pthread_sigmask"):  # blocked by _submit while forking: ignored now
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    if hasattr(signal, "pthread_sigmask"):  # blocked by _submit while forking: handled now
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
 
 
 def _submit(pool: ProcessPoolExecutor, fn: Callable[[T], R], task: T) -> Future[R]:
-    """``pool.submit``, with Ctrl-C blocked while it may fork a worker: a worker forked
-    then would otherwise take the signal before :func:`_worker_signals` ignores it, and
-    print a traceback from its bootstrap.  A Ctrl-C meanwhile reaches the parent after."""
+    """``pool.submit``, with :data:`_SIGNALS` blocked while it may fork a worker.
+
+    A worker forked then would otherwise run the parent's handlers until
+    :func:`_worker_signals` replaces them, and print a traceback from its bootstrap:
+    on a Ctrl-C, or on the SIGTERM with which the parent stops its workers when it is
+    interrupted itself.  Blocked, such a signal waits in the worker until its own
+    dispositions are set, and in the parent until the fork is done.
+    """
     if not hasattr(signal, "pthread_sigmask"):
         return pool.submit(fn, task)
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
     try:
         return pool.submit(fn, task)
     finally:
