@@ -224,3 +224,41 @@ def test_confusion_sees_a_wide_group_reach_past_its_neighbour() -> None:
     # moved out of reach (the label-1 value at distance 5), nothing is confused
     far = Chain([fmpq(-4), fmpq(-3, 2), fmpq(2), fmpq(5)], fmpq(0))
     assert _confusion(far, groups, y, fmpq(0)) is None
+
+
+def test_a_precise_centre_lies_within_its_tolerance_of_the_exact_midpoint() -> None:
+    """pma's centre is meant to lie within ``tolerance * gap`` of the exact midpoint of the
+    two groups it merges; with balls wider than that the midpoint is known only to their
+    width.  ``precise`` (the multiclass loop) refines first: the centre then is that
+    close to the midpoint computed at 4000 bits.  (At 64 bits and a 2^-460 tolerance it was
+    about 2^-64 away: the tolerance was no tolerance, and pma_k at m = 1000 failed and
+    started again until an earlier attempt had raised the precision.)"""
+    from flint import arb, fmpq
+
+    from lncapacity.arith import arb_to_fmpq, precision
+    from lncapacity.construct.fold import Chain, FoldStep
+    from lncapacity.construct.pma import CENTRE_TOLERANCE, _fold
+
+    t = [fmpq(v, 7) for v in (1, 3, 4, 9, 10, 15)]
+    y = [0, 1, 2, 0, 1, 0]
+    tolerance = CENTRE_TOLERANCE[-1]  # 2^-460
+    fold = FoldStep(fmpq(-1), fmpq(1, 3))  # irrational values from here on, order reversed
+    groups = [[i] for i in reversed(range(6))]  # labels 0 1 0 2 1 0 by value
+
+    with precision(4000):  # the values of groups 0 and 2 after the fold, near-exact
+        f = fold.ball_map(fmpq(0))
+        a, b = f(arb(t[5])), f(arb(t[3]))
+        assert (a.rad() + b.rad()) < arb(2) ** -3900
+        mid, apart = arb_to_fmpq(((a + b) / 2).mid()), abs(arb_to_fmpq((b - a).mid()))
+
+    def miss(precise: bool) -> fmpq:
+        chain = Chain(t, fmpq(0), prec=64)
+        chain.push(fold)
+        step = _fold(chain, groups, 2, y, tolerance, 0, i=0, precise=precise)
+        assert step is not None
+        return abs(step.centre - mid)
+
+    # the centre is within the tolerance of the (clipped) midpoint, plus the balls' width:
+    # a quarter of it when precise
+    assert miss(precise=True) < 2 * tolerance * apart
+    assert miss(precise=False) > 2**300 * tolerance * apart  # the defect, without it

@@ -239,6 +239,12 @@ class Chain:
             vals = self.values
             return arb_to_fmpq(max(vals[k].upper() for g in groups for k in g))
 
+    def radius(self, groups: Sequence[Sequence[int]]) -> fmpq:
+        """An exact rational ``>=`` the radius of every ball of the points in ``groups``."""
+        with precision(self.prec):
+            vals = self.values
+            return arb_to_fmpq(max(vals[k].rad() for g in groups for k in g))
+
     def bounds(self) -> tuple[fmpq, fmpq]:
         """Exact rationals ``lo <= every value <= hi``, from the intervals when finite."""
         lo, hi = self.intervals

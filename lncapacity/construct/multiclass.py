@@ -61,7 +61,6 @@ TARGETS = 3
 """Same-label runs, counted from each end, that a merge may aim at (and the last run)."""
 FIRSTS = 3
 """Runs, counted from each end, that a merge may move (those before it go beyond the far end)."""
-"""Same-label runs, counted from each end, that a merge may aim at (and the last run)."""
 WIDTHS = np.geomspace(1e-4, 30.0, 22)
 """Candidate ``sqrt(3) beta`` relative to the span from ``R_1`` to the run after ``R_j``."""
 WATCHED = 48
@@ -82,7 +81,7 @@ def cyclic_runs(labels: Sequence[object]) -> int:
 
 def pma_k(chain: Chain, y: Sequence[int], progress: Progress | None = None) -> None:
     """Append folds (and warps) to ``chain`` until every class is one run along the line."""
-    with_tolerances(_pma_k, chain, y, progress)
+    with_tolerances(_pma_k, chain, y, progress, folds=len(y) - len(set(y)))
 
 
 def _pma_k(chain: Chain, y: Sequence[int], tolerance: fmpq, progress: Progress | None) -> None:
@@ -100,7 +99,7 @@ def _pma_k(chain: Chain, y: Sequence[int], tolerance: fmpq, progress: Progress |
         # the paper's p_i: the smallest value still in P (its class has another value)
         i = next(t for t in range(len(groups)) if count[labels[t]] > 1)
         j = next(t for t in range(i + 1, len(groups)) if labels[t] == labels[i])
-        step = _fold(chain, groups, j, y, tolerance, len(groups) - k, i=i)
+        step = _fold(chain, groups, j, y, tolerance, len(groups) - k, i=i, precise=True)
         if step is None:
             raise NoSafeCentre(
                 f"fold {len(chain.steps) + 1}: no safe centre (merged groups too wide "
