@@ -319,3 +319,27 @@ def test_the_searchs_float_error_estimate_bounds_the_true_error():
             )
             off = abs(float((true - got[i]).mid()))
             assert min(off, 2 * math.pi - off) <= st.err[i], i
+
+
+@pytest.mark.parametrize(("short", "seeds"), [(4, 4), (20, 4), (21, 1), (1000, 1)])
+def test_a_search_that_came_close_is_retried_with_another_seed(monkeypatch, short, seeds):
+    """k = 5 labels on 120 points (more than SMALL: one seed by default).  A search that
+    finds nothing but leaves at most CLOSE k = 20 boundaries more than it needs is followed
+    by another seed, up to RESTARTS seeds; farther, the search is not repeated."""
+    from lncapacity.construct import circle
+
+    called = []
+
+    def search(X, y, eps, *, seed, reached, **kwargs):
+        called.append(seed)
+        reached[:] = [5 + short]
+        return None
+
+    monkeypatch.setattr(circle, "search", search)
+    y = np.arange(120) % 5
+    X = np.random.default_rng(0).standard_normal((120, 3))
+    assert circle.circle_state(X, y, 0.0, max_depth=50) is None
+    assert called == list(range(seeds))
+    called.clear()  # asked for a number of seeds, it runs exactly those
+    assert circle.circle_state(X, y, 0.0, max_depth=50, restarts=2) is None
+    assert called == [0, 1]

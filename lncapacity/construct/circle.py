@@ -516,9 +516,11 @@ def search(
     warm: bool = True,
     handoff: bool = False,
     progress: Progress | None = None,
+    reached: list[int] | None = None,
 ) -> State | None:
     """A beam search for layers leaving every class one arc (``k`` boundaries); None if
-    not found.
+    not found.  ``reached``: a list that is left holding the fewest boundaries of any state
+    kept (how close a failed search came).
 
     ``X``: the points as float64 (``m x d``), ``y`` labels ``0 .. k-1``, each
     present.  Deterministic for ``seed``.  The returned state has the layers
@@ -551,6 +553,8 @@ def search(
         best = min(states, key=lambda s: (s.boundaries, -s.gap))
         depth = len(best.layers)
         history[depth] = best.boundaries
+        if reached is not None:
+            reached[:] = [min([best.boundaries, *reached])]
         if handoff:
             for st in states:
                 if finish(st, y) < (math.inf if kept is None else finish(kept, y)):
@@ -848,18 +852,24 @@ def circle_state(
     for at most :data:`SMALL` points, else one), each asked to beat the best so far;
     ``warm``: trained nets compete as starts (the first seed, more than :data:`SMALL`
     points).  With ``handoff``
-    states are compared by :func:`finish`, otherwise only finished ones count."""
+    states are compared by :func:`finish`, otherwise only finished ones count.  By
+    default a search that finds nothing but came :data:`CLOSE` is followed by another
+    seed, up to :data:`RESTARTS` in all."""
     m = len(y)
+    k = int(y.max()) + 1
     candidates = max(200, min(4000, WORK // max(m, 1)))
     if m <= SMALL:
         beam *= 2
     st = None
+    retry = restarts is None and m > SMALL and not handoff
     if restarts is None:
         restarts = RESTARTS if m <= SMALL else 1
-    for r in range(restarts):
+    r = 0
+    while r < restarts:
         limit = max_depth if st is None else math.ceil(finish(st, y)) - 1
         if limit < 1:
             break
+        reached: list[int] = []
         with np.errstate(all="ignore"):  # extreme data: NaN gaps simply fail the search
             found = search(
                 X,
@@ -874,10 +884,22 @@ def circle_state(
                 warm=warm and r == 0 and m > SMALL,
                 handoff=handoff,
                 progress=progress,
+                reached=reached,
             )
         if found is not None and (st is None or finish(found, y) < finish(st, y)):
             st = found
+        close = bool(reached) and reached[0] <= (CLOSE + 1) * k
+        if retry and st is None and close and restarts < RESTARTS:
+            restarts += 1
+        r += 1
     return st
+
+
+CLOSE = 4
+"""A search that leaves at most ``CLOSE k`` boundaries more than it needs is retried with
+another seed (:func:`circle_state`): measured on random sets (``m = 200``), a seed that
+fails at ``k = 5`` stops 10 to 17 boundaries short and the next seed finishes about every
+other time; at ``k = 10`` all stop about 42 short, and at ``m = 1000`` hundreds."""
 
 
 def circle_net(
