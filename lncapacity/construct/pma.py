@@ -55,8 +55,10 @@ algorithm, the limit, never fails)."""
 
 
 FOLDS_PER_BIT = 4
+"""The multiclass loop begins with a tolerance of at least its folds over this many bits
+(:func:`with_tolerances`)."""
 PRECISION_PER_BIT = 2
-"""See :func:`with_tolerances`."""
+"""... at this many bits of precision per bit of tolerance."""
 
 
 class NoSafeCentre(ConstructionError):
