@@ -5,7 +5,7 @@ points, 64 dimensions, 10 classes): depth against m - 2 and against the proved
 bounds (runs: line runs after the projection minus k, plus warps; pma: m - k
 plus warps; circle: used only when shallower than runs), build and certify time,
 and how many points float64 (NumPy and PyTorch) / float32 get right.  Run
-``python benchmarks/bench_multiclass.py [--sizes 200,1000] [--ks 3,5,10]``.
+``python benchmarks/bench_multiclass.py [--sizes 200,1000] [--ks 3,5,10] [--seeds 1]``.
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ def main() -> None:
     ap.add_argument("--methods", default="circle,runs,pma")
     ap.add_argument("--eps", default="0")
     ap.add_argument("--no-digits", action="store_true")
+    ap.add_argument("--seeds", type=int, default=1, help="random sets per (m, k)")
     a = ap.parse_args()
     print(
         "| set | m | k | method | eps | depth | depth/(m-2) | proved bound | warps "
@@ -81,9 +82,11 @@ def main() -> None:
     print("|---" * 15 + "|")
     for m in map(int, a.sizes.split(",")):
         for k in map(int, a.ks.split(",")):
-            X, y = random_set(m, k, seed=m + k)
-            for method in a.methods.split(","):
-                print(row("random R^3", X, y, method, a.eps), flush=True)
+            for s in range(a.seeds):
+                X, y = random_set(m, k, seed=m + k + s)
+                name = "random R^3" + (f" (seed {m + k + s})" if a.seeds > 1 else "")
+                for method in a.methods.split(","):
+                    print(row(name, X, y, method, a.eps), flush=True)
     if not a.no_digits:
         X, y = digits()
         for method in a.methods.split(","):

@@ -343,3 +343,29 @@ def test_a_search_that_came_close_is_retried_with_another_seed(monkeypatch, shor
     called.clear()  # asked for a number of seeds, it runs exactly those
     assert circle.circle_state(X, y, 0.0, max_depth=50, restarts=2) is None
     assert called == [0, 1]
+
+
+def test_the_error_bound_near_a_pole_covers_any_angle():
+    """A point whose pre-activation nearly cancels (``W h + b`` of size 1e-10) while its
+    input angle may be off by 1e-8: the output angle may then be anything.  The bound
+    must say so.  (A slope measured by a finite turn of 2^-20 saturated at pi / 2^-20 there
+    and bounded the turn by 0.03; NumPy and PyTorch then put such a point half a circle
+    apart.)"""
+    from lncapacity.construct.circle import _apply, _carry, plane
+
+    phi = np.array([0.3, 1.7, 4.0])
+    H = math.sqrt(3) * np.c_[np.cos(phi), np.sin(phi)] @ E.T
+    W = np.eye(3)
+    tangent = E @ np.array([-math.sin(phi[0]), math.cos(phi[0])])
+    b = -H[0] - 1e-10 * tangent  # point 0 sits 1e-10 off the pole, behind its tangent
+    err = np.full(3, 1e-8)
+    _, theta, bound = _carry(H, W, b, 0.0, err)
+    turned = []
+    for d in (-1e-8, 1e-8):  # the input angle off by the error it may carry
+        Hd = math.sqrt(3) * np.c_[np.cos(phi + d), np.sin(phi + d)] @ E.T
+        after = np.arctan2(*plane(_apply(Hd, W, b, 0.0)).T[::-1])
+        moved = np.abs((after - theta + math.pi) % (2 * math.pi) - math.pi)
+        assert (moved <= bound).all()
+        turned.append(moved[0])
+    assert max(turned) > 3  # the pole's point really turns, by half a circle
+    assert bound[0] == math.pi and (bound[1:] < 1e-6).all()  # far from it, a small bound

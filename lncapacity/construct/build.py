@@ -130,16 +130,17 @@ def build(
 
 def _rejected(net: LNNet[fmpq], points: PointSet, certify: bool) -> str | None:
     """Why a circle method's net is not used, or None: the certificate fails (``certify``),
-    or NumPy float64 gets points wrong (the search bounds the float error,
-    :func:`.circle._carry`, so it should not: this checks that promise)."""
+    or NumPy float64 (or PyTorch's, where installed) gets points wrong (the search bounds
+    the float error, :func:`.circle._carry`, so it should not: this checks that promise)."""
     from ..certify import certify as certificate
-    from ..floats import check
+    from ..floats import check, have_torch
 
     if certify and (failed := len(certificate(net, points).failures)):
         return f"the certificate failed on {failed} points"
-    got = check(net, points, "float64")
-    if got.agree < got.total:
-        return f"float64 gets {got.total - got.agree} of {got.total} points wrong"
+    for backend in ("float64", "torch-float64") if have_torch() else ("float64",):
+        got = check(net, points, backend)
+        if got.agree < got.total:
+            return f"{backend} gets {got.total - got.agree} of {got.total} points wrong"
     return None
 
 

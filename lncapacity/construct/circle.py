@@ -112,26 +112,48 @@ def _score_orders(
     ``cyclic``: the angles go around the whole circle (the gap from the last
     point back to the first counts); otherwise they lie in an arc shorter
     than ``pi`` and the wrap-around is a boundary but not a gap to resolve.
-    ``err`` (one per point): each gap counts less :data:`SAFETY` times the float64
-    error its two neighbours may carry (so that float64 and the exact net agree).
+    ``err`` (one per point): each angle is widened by :data:`SAFETY` times the float64
+    error it may carry, and the gap between two neighbouring label runs is what is
+    left between their widened hulls (so that float64 and the exact net agree: a
+    point deep inside a run may carry a larger error than the gap at its run's end).
     """
     order = np.argsort(rel, axis=1, kind="stable")
     srt = np.take_along_axis(rel, order, axis=1)
     lab = y[order]
     b = boundaries_cyclic(lab)
-    diff = np.diff(srt, axis=1)
     if err is not None:
-        e = err[order]
-        diff = diff - SAFETY * (e[:, :-1] + e[:, 1:])
+        widths = SAFETY * err[order]
+        rows = zip(srt, widths, lab, strict=True)
+        gap = np.array([_widened_gap(*row, cyclic) for row in rows])
+        return b, gap, order
+    diff = np.diff(srt, axis=1)
     change = lab[:, 1:] != lab[:, :-1]
     gaps = np.where(change, diff, np.inf)
     gap = gaps.min(axis=1)
     if cyclic:
         wrap = srt[:, 0] + 2 * math.pi - srt[:, -1]
-        if err is not None:
-            wrap = wrap - SAFETY * (e[:, -1] + e[:, 0])
         gap = np.minimum(gap, np.where(lab[:, 0] != lab[:, -1], wrap, np.inf))
     return b, gap, order
+
+
+def _widened_gap(theta: np.ndarray, width: np.ndarray, lab: np.ndarray, cyclic: bool) -> float:
+    """The smallest space between the hulls of ``[theta - width, theta + width]`` over
+    neighbouring label runs (sorted angles; ``inf`` with one run).  Negative when a
+    widened point reaches its neighbour run, and so when it reaches any other run."""
+    if cyclic:  # start at a label change, so that no run is split at the seam
+        start = np.flatnonzero(lab != np.roll(lab, 1))
+        if not len(start):
+            return math.inf
+        s = int(start[0])
+        theta = np.r_[theta[s:], theta[:s] + 2 * math.pi]
+        width, lab = np.roll(width, -s), np.roll(lab, -s)
+    starts = np.r_[0, np.flatnonzero(lab[1:] != lab[:-1]) + 1]
+    hi = np.maximum.reduceat(theta + width, starts)
+    lo = np.minimum.reduceat(theta - width, starts)
+    gaps = lo[1:] - hi[:-1]
+    if cyclic and len(starts) > 1:
+        gaps = np.r_[gaps, lo[0] + 2 * math.pi - hi[-1]]
+    return float(gaps.min()) if len(gaps) else math.inf
 
 
 def _first_candidates(X: np.ndarray, y: np.ndarray, rng: np.random.Generator, count: int):
@@ -469,20 +491,35 @@ def _children(
 def _carry(
     H: np.ndarray, W: np.ndarray, b: np.ndarray, eps: float, err: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One layer in float64: its outputs, their angles, and the bound on the angles' float
-    error: the error ``err`` of the inputs' angles carried through the layer's slope (a
-    small turn of each input; None: the inputs are data, exact up to rounding) plus this
-    layer's own rounding (:data:`ROUNDING` per unit of :func:`_condition`)."""
+    """One layer in float64: its outputs, their angles, and a bound on the angles' float
+    error (``err``: the inputs'; None: the inputs are data, exact up to rounding).
+
+    The angle after the layer is that of ``P = E^T (W h + b)`` (LayerNorm keeps it).  An
+    input angle off by ``d`` moves ``h`` along its circle by ``t d`` to first order (``t``
+    the tangent, ``|t| = |h|``) and by at most ``|h| d^2 / 2`` beyond, so ``P`` moves by
+    ``D = E^T W t d`` and at most ``q = ||W|| |h| d^2 / 2`` more, and its angle by at most
+    ``(|D_perp| + q) / (|P| - |D| - q)`` while that denominator is positive; otherwise the
+    point may be at the pole, and its angle anything (``pi``).  Plus this layer's own
+    rounding, :data:`ROUNDING` per unit of :func:`_condition`.  (The slope used to be
+    measured by a finite turn of the inputs: near a pole that saturates at ``pi`` over
+    the turn, and NumPy and PyTorch then put points half a circle apart where the bound
+    said ``2^-17``.)"""
     out = _apply(H, W, b, eps)
     theta = np.arctan2(*(plane(out)).T[::-1])
     fresh = ROUNDING * _condition(H, W, b)
     if err is None:
-        return out, theta, np.maximum(fresh, ROUNDING_FIRST)
-    phi = np.arctan2(*(plane(H)).T[::-1])
-    turned = SQRT3 * np.c_[np.cos(phi + TURN), np.sin(phi + TURN)] @ E.T
-    after = np.arctan2(*(plane(_apply(turned, W, b, eps))).T[::-1])
-    slope = np.abs((after - theta + math.pi) % (2 * math.pi) - math.pi) / TURN
-    return out, theta, slope * err + fresh
+        return out, theta, np.minimum(np.maximum(fresh, ROUNDING_FIRST), math.pi)
+    c = H @ E  # the inputs in the plane (radius |h|)
+    tangent = np.c_[-c[:, 1], c[:, 0]] @ E.T
+    P = (H @ W.T + b) @ E
+    D = (tangent @ W.T) @ E * err[:, None]
+    size = np.linalg.norm(P, axis=1)
+    q = np.linalg.norm(W, 2) * np.linalg.norm(c, axis=1) * err * err / 2
+    perp = np.abs(P[:, 0] * D[:, 1] - P[:, 1] * D[:, 0]) / size
+    room = size - np.linalg.norm(D, axis=1) - q
+    with np.errstate(divide="ignore", invalid="ignore"):
+        turn = np.where(room > 0, (perp + q) / room, math.pi)
+    return out, theta, np.minimum(turn + fresh, math.pi)
 
 
 def _condition(H: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -494,14 +531,15 @@ def _condition(H: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.linalg.norm(size, axis=1) / np.linalg.norm(Z, axis=1)
 
 
-TURN = 2.0**-20
-"""The turn (radians) by which :func:`_carry` measures a layer's slope."""
 ROUNDING = 2.0**-49
 """Float64 error (radians) one layer adds to an angle, per unit of :func:`_condition`: a few
 ulps (measured against 300-bit balls: the estimate stays above the true error, 2^-4 of it at
 most on random sets; without the condition it fell short by up to 2^13 near poles)."""
-SAFETY = 16.0
-"""How many times the neighbours' accumulated float error a label gap must exceed to count."""
+SAFETY = 4.0
+"""How many times its float error bound each angle is widened by when label gaps are
+measured (:func:`_score_orders`): the bound is carried rigorously to first order, with the
+second-order rest bounded (:func:`_carry`), so this covers only :data:`ROUNDING`'s being
+measured (on NumPy; PyTorch's LayerNorm rounds differently)."""
 
 
 def search(
