@@ -22,9 +22,8 @@ def _worker_signals() -> None:
     """In each worker: Ctrl-C is the parent's to handle (it stops the workers), and SIGTERM or
     SIGHUP end the worker at once (not the parent's handlers, inherited through ``fork``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), signal.SIG_DFL)
+    for sig in _SIGNALS - {signal.SIGINT}:
+        signal.signal(sig, signal.SIG_DFL)
     if hasattr(signal, "pthread_sigmask"):  # blocked by _submit while forking: handled now
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
 

@@ -351,7 +351,7 @@ def test_the_error_bound_near_a_pole_covers_any_angle():
     must say so.  (A slope measured by a finite turn of 2^-20 saturated at pi / 2^-20 there
     and bounded the turn by 0.03; NumPy and PyTorch then put such a point half a circle
     apart.)"""
-    from lncapacity.construct.circle import _apply, _carry, plane
+    from lncapacity.construct.circle import _carry, layer_norm, plane
 
     phi = np.array([0.3, 1.7, 4.0])
     H = math.sqrt(3) * np.c_[np.cos(phi), np.sin(phi)] @ E.T
@@ -363,7 +363,7 @@ def test_the_error_bound_near_a_pole_covers_any_angle():
     turned = []
     for d in (-1e-8, 1e-8):  # the input angle off by the error it may carry
         Hd = math.sqrt(3) * np.c_[np.cos(phi + d), np.sin(phi + d)] @ E.T
-        after = np.arctan2(*plane(_apply(Hd, W, b, 0.0)).T[::-1])
+        after = np.arctan2(*plane(layer_norm(Hd @ W.T + b, 0.0)).T[::-1])
         moved = np.abs((after - theta + math.pi) % (2 * math.pi) - math.pi)
         assert (moved <= bound).all()
         turned.append(moved[0])

@@ -443,10 +443,6 @@ def _scaled(G: np.ndarray, eps: float) -> float:
     return 2.0 ** max(0, math.ceil(math.log2(need)))
 
 
-def _apply(state_H: np.ndarray, W: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
-    return layer_norm(state_H @ W.T + b, eps)
-
-
 def _cost(boundaries: int, gap: float) -> float:
     """Boundaries, plus :data:`LAMBDA` per halving of the label gap below :data:`COMFORT`."""
     return boundaries + LAMBDA * max(0.0, math.log2(COMFORT / gap))
@@ -504,16 +500,17 @@ def _carry(
     measured by a finite turn of the inputs: near a pole that saturates at ``pi`` over
     the turn, and NumPy and PyTorch then put points half a circle apart where the bound
     said ``2^-17``.)"""
-    out = _apply(H, W, b, eps)
+    Z = H @ W.T + b
+    out = layer_norm(Z, eps)
     theta = np.arctan2(*(plane(out)).T[::-1])
-    fresh = ROUNDING * _condition(H, W, b)
+    P = Z @ E
+    size = np.linalg.norm(P, axis=1)  # |z - mean z|: E is an orthonormal basis of the plane
+    fresh = ROUNDING * _condition(H, W, b, size)
     if err is None:
         return out, theta, np.minimum(np.maximum(fresh, ROUNDING_FIRST), math.pi)
     c = H @ E  # the inputs in the plane (radius |h|)
     tangent = np.c_[-c[:, 1], c[:, 0]] @ E.T
-    P = (H @ W.T + b) @ E
     D = (tangent @ W.T) @ E * err[:, None]
-    size = np.linalg.norm(P, axis=1)
     q = np.linalg.norm(W, 2) * np.linalg.norm(c, axis=1) * err * err / 2
     perp = np.abs(P[:, 0] * D[:, 1] - P[:, 1] * D[:, 0]) / size
     room = size - np.linalg.norm(D, axis=1) - q
@@ -522,13 +519,12 @@ def _carry(
     return out, theta, np.minimum(turn + fresh, math.pi)
 
 
-def _condition(H: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Per point, how much float64 rounding of ``W h + b`` can turn its angle, in ulps:
-    ``| |W| |h| + |b| | / |z - mean z|`` (cancellation near a pole is what makes it large)."""
-    Z = H @ W.T + b
-    Z -= Z.mean(axis=1, keepdims=True)
+def _condition(H: np.ndarray, W: np.ndarray, b: np.ndarray, centred: np.ndarray) -> np.ndarray:
+    """Per point, how much float64 rounding of ``z = W h + b`` can turn its angle, in ulps:
+    ``| |W| |h| + |b| | / |z - mean z|`` (``centred``: the denominator; cancellation near a
+    pole is what makes it large)."""
     size = np.abs(H) @ np.abs(W).T + np.abs(b)
-    return np.linalg.norm(size, axis=1) / np.linalg.norm(Z, axis=1)
+    return np.linalg.norm(size, axis=1) / centred
 
 
 ROUNDING = 2.0**-49
@@ -592,7 +588,7 @@ def search(
         depth = len(best.layers)
         history[depth] = best.boundaries
         if reached is not None:
-            reached[:] = [min([best.boundaries, *reached])]
+            reached[:] = [min(history.values())]
         if handoff:
             for st in states:
                 if finish(st, y) < (math.inf if kept is None else finish(kept, y)):
