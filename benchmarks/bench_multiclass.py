@@ -3,8 +3,10 @@
 For random points in R^3 with k random labels, and scikit-learn's digits (1797
 points, 64 dimensions, 10 classes): depth against m - 2 and against the proved
 bounds (runs: line runs after the projection minus k, plus warps; pma: m - k
-plus warps; circle: used only when shallower than runs), build and certify time,
-and how many points float64 (NumPy and PyTorch) / float32 get right.  Run
+plus warps; circle: used only when shallower than runs; peel: 2 n_c - 1 per class
+peeled), build and certify time, and how many points float64 (NumPy and PyTorch) /
+float32 get right.  ``method``: the one asked for, ``→`` the one used when it gave
+way (circle → runs → peel → pma).  Run
 ``python benchmarks/bench_multiclass.py [--sizes 200,1000] [--ks 3,5,10] [--seeds 1]``.
 """
 
@@ -48,8 +50,11 @@ def row(name: str, X: np.ndarray, y: np.ndarray, method: str, eps: str) -> str:
     order = sorted(range(points.m), key=lambda i: t[i])
     r = runs([yk[i] for i in order])
     warps = net.meta.get("warps", 0)
-    # circle: used only when shallower than runs, so runs' bound holds for it too
-    bound = (r - k if net.meta["method"] in ("runs", "circle") else points.m - k) + warps
+    used = net.meta["method"]
+    if used == "peel":  # at most 2 n_c - 1 layers per phase (proofs/multiclass.md §8)
+        bound = sum(2 * points.y.count(c) - 1 for c in net.meta["phases"])
+    else:  # circle: used only when shallower than runs, so runs' bound holds for it too
+        bound = (r - k if used in ("runs", "circle") else points.m - k) + warps
     f64 = floats.check(net, points, "float64")
     f32 = floats.check(net, points, "float32")
     t64 = (
@@ -58,7 +63,7 @@ def row(name: str, X: np.ndarray, y: np.ndarray, method: str, eps: str) -> str:
         else "-"
     )
     return (
-        f"| {name} | {points.m} | {k} | {method}{' (fell back)' if 'fallback' in net.meta else ''} "
+        f"| {name} | {points.m} | {k} | {method if used == method else f'{method} → {used}'} "
         f"| {eps} | {net.depth} | {net.depth / max(points.m - 2, 1):.2f} | {bound} | {warps} "
         f"| {cert.certified}/{points.m} | {f64.agree}/{f64.total} | {t64} "
         f"| {f32.agree}/{f32.total} "

@@ -136,8 +136,10 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_METHOD,
         choices=list(CHOICES),
         help="construction: auto (default: circle for three or more classes, else runs), "
-        "runs (one label run fewer per layer, float-faithful), pma (the paper's algorithm) "
-        "or circle (whole circle maps per layer, searched, far shallower; runs when not)",
+        "runs (one label run fewer per layer, float-faithful), pma (the paper's algorithm), "
+        "circle (whole circle maps per layer, searched, far shallower; runs when not) or "
+        "peel (three or more classes: one class at a time against the rest, by the binary "
+        "runs folds; runs gives way to it)",
     )
     c.add_argument("--seed", type=int, default=0, help="seed for the choice of projection")
     c.add_argument(
@@ -656,9 +658,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK if account["certificate"]["all_certified"] else EXIT_BAD
 
 
-def _gave_way(method: str | None, to: str = "") -> str:
-    """How a fallback note begins: runs gave way to pma, or (circle's own notes) nothing."""
-    return f"runs gave way{to}: " if method == "pma" else ""
+def _gave_way(method: str | None, why: str, named: bool = False) -> str:
+    """A fallback note: ``why``, after "runs gave way (to pma or peel)" unless it names
+    itself (circle's notes, and peel's when peel was asked for)."""
+    if method not in ("pma", "peel") or why.startswith("peel"):
+        return why
+    return f"runs gave way to {method}: {why}" if named else f"runs gave way: {why}"
 
 
 def _explain_lines(account: dict[str, Any], points: PointSet) -> list[str]:
@@ -671,7 +676,7 @@ def _explain_lines(account: dict[str, Any], points: PointSet) -> list[str]:
         + (f", method {n['method']}" if n["method"] else ""),
     ]
     if n["meta"].get("fallback"):
-        lines.append(f"{_gave_way(n['method'], ' to pma')}{n['meta']['fallback']}")
+        lines.append(_gave_way(n["method"], n["meta"]["fallback"], named=True))
     if first:
         lines.append(
             f"input projection: {first['runs']} label runs, smallest label gap "
@@ -907,7 +912,7 @@ def _text(s: dict[str, Any]) -> str:
             else ""
         )
         + (f", method {s['method']}" if s["method"] else "")
-        + (f" ({_gave_way(s['method'])}{s['fallback']})" if s.get("fallback") else "")
+        + (f" ({_gave_way(s['method'], s['fallback'])})" if s.get("fallback") else "")
         + f", eps {_eps_text(s['eps'])}",
         f"certified: {s['certified']}/{s['points']} points"
         + (

@@ -95,6 +95,8 @@ KINDS = {
     "pma-reverse": "an injective fold (order reversed) inside the paper's algorithm",
     "runs": "one label run fewer: an end run is folded onto a later run of its label "
     "(with two classes, the third from that end)",
+    "peel": "one run fewer of a class against the rest: an end run is folded onto the third "
+    "from that end, the other classes in them may interleave (peel, proofs/multiclass.md §8)",
     "pad": "padding: an injective layer, nothing merges",
     "constant": "one class only: a constant layer",
     "circle-first": "the angle of a 2-D affine image of the input, around a centre "

@@ -181,3 +181,40 @@ def test_circle_method_three_classes_every_labeling_of_five_points():
             continue
         net = build(X, list(y), method="circle")
         assert certify(net, list(map(tuple, X)), list(y)).all_certified, y
+
+
+def fold_from_free_end(free):
+    """Lemma 8.1 on phase labels: the free region ``x_r .. x_1`` (index 0 is ``x_r``, the
+    free end) after one fold: ``R_2`` first, then ``R_1`` joined to ``R_3``, then the rest."""
+    assert len(free) >= 3 and free[0] == free[2]
+    return [free[1], free[0], *free[3:]]
+
+
+def test_peel_keeps_the_run_next_to_the_block():
+    # every alternating free region of length 2..9 and either label next to the block:
+    # folds from the free end leave that label next to the block, and end with two runs
+    for r in range(2, 10):
+        for first in (0, 1):
+            free = [(first + i) % 2 for i in range(r)]  # x_r .. x_1, alternating
+            next_to_block = free[-1]
+            folds = 0
+            while len(free) > 2:
+                free = fold_from_free_end(free)
+                assert free[-1] == next_to_block
+                assert all(a != b for a, b in zip(free, free[1:]))  # still runs
+                folds += 1
+            assert folds == r - 2 and free[-1] == next_to_block
+
+
+def test_peel_depth_bound_on_every_labeling_of_six_points():
+    # the net of every labeling: certified, one phase per class but the last, and at most
+    # 2 n_c - 1 layers per phase
+    X = [[i] for i in range(6)]
+    for labels in itertools.product(range(3), repeat=6):
+        if len(set(labels)) < 3:
+            continue
+        net = build(X, list(labels), method="peel")
+        assert net.meta["method"] == "peel" and certify(net, X, list(labels)).all_certified
+        phases = net.meta["phases"]
+        assert len(phases) <= 2
+        assert net.depth <= sum(2 * labels.count(c) - 1 for c in phases)

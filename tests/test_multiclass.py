@@ -27,6 +27,9 @@ def depth_bound(net: lncapacity.LNNet, points: lncapacity.PointSet) -> int:
     warps = net.meta.get("warps", 0)
     if net.meta["method"] == "pma":
         return points.m - k + warps
+    if net.meta["method"] == "peel":  # at most 2 n_c - 1 layers per phase (multiclass §8)
+        assert len(net.meta["phases"]) <= k - 1
+        return sum(2 * points.y.count(c) - 1 for c in net.meta["phases"])
     yk = [points.classes.index(label) for label in points.y]
     _, t = project(points.X, yk)
     order = sorted(range(points.m), key=lambda i: t[i])
@@ -44,8 +47,9 @@ def _check_labelings(task: tuple[int, str, list[tuple[int, ...]]]) -> tuple[int,
         assert certify(net, points).all_certified, labels
         assert net.depth <= depth_bound(net, points), labels
         assert floats.check(net, points, "float64").all_agree, labels
-        if method == "runs":
+        if method in ("runs", "peel"):
             assert "fallback" not in net.meta and net.meta["warps"] == 0, labels
+            assert net.meta["method"] == method, labels
         worst = max(worst, net.depth - net.meta["warps"])
         most_warps = max(most_warps, net.meta["warps"])
     return worst, most_warps
@@ -64,6 +68,14 @@ def test_every_labeling_of_collinear_points(m: int, k: int, method: str) -> None
     most_warps = max(r[1] for r in results)
     assert worst <= m - 3  # folds, for every labeling with three or more classes present
     assert most_warps <= (1 if method == "pma" else 0)  # measured: one warp always sufficed
+
+
+@pytest.mark.parametrize(("m", "k"), [(3, 3), (4, 3), (5, 3), (6, 3), (4, 4), (5, 4)])
+def test_peel_every_labeling_of_collinear_points(m: int, k: int) -> None:
+    labelings = [ls for ls in itertools.product(range(k), repeat=m) if len(set(ls)) >= 3]
+    chunks = [(m, "peel", labelings[i : i + 128]) for i in range(0, len(labelings), 128)]
+    results = list(imap(_check_labelings, chunks, min(os.cpu_count() or 1, len(chunks))))
+    assert max(r[0] for r in results) <= 2 * (m - 1) - (k - 1)  # the bound at its largest
 
 
 def random_points(m: int, d: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -86,7 +98,7 @@ def test_random_sets(m: int, d: int, k: int, method: str) -> None:
     cert = certify(net, points)
     assert cert.all_certified and cert.min_margin > 0
     assert net.depth <= depth_bound(net, points)
-    if net.meta["method"] == "runs":  # no fallback: float64 is right on every point
+    if net.meta["method"] in ("runs", "peel"):  # no fallback: float64 right on every point
         assert floats.check(net, points, "float64").all_agree
 
 

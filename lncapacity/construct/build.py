@@ -25,6 +25,7 @@ from ..model import Affine, Label, LNNet
 from .circle import CIRCLE_META, Handoff, build_circle  # method "circle" (issue 18)
 from .fold import Chain, FoldStep, _fq, fold_layer, reversal
 from .multiclass import envelope, merge_runs_k, pma_k
+from .peel import merge_peel
 from .pma import Progress, order_groups, pma, power_of_two_near
 from .project import project, runs
 from .runfold import Unresolvable, interval_runs, merge_runs
@@ -34,10 +35,12 @@ METHODS: dict[str, Callable[[Chain, Sequence[int], Progress | None], None]] = {
     "runs": merge_runs,
     "pma": pma,
     "circle": merge_runs,  # a name only: build_circle hands over to runs, or gives way to it
+    "peel": merge_runs,  # with two classes, peeling one class off is the runs method
 }
 K_METHODS: dict[str, Callable[[Chain, Sequence[int], Progress | None], None]] = {
     "runs": merge_runs_k,
     "pma": pma_k,
+    "peel": merge_peel,  # (build records the order the classes were peeled in)
 }
 """The same methods for three or more classes (:mod:`.multiclass`)."""
 DEFAULT_METHOD = "auto"
@@ -125,13 +128,26 @@ def build(
             if note := getattr(progress, "note", None):
                 note(f"circle gave way to runs: {why}")
         method = "runs"
-    return _folded(points, None, yk, present, cls, eps_q, depth, seed, method, progress, meta)
+    if method == "peel" and len(present) == 2:
+        method = meta["method"] = "runs"  # one class against the other: the runs method
+    net = _folded(points, None, yk, present, cls, eps_q, depth, seed, method, progress, meta)
+    if net.meta["method"] == "peel" and (why := _rejected(net, points, certify=False)):
+        # peel's float search keeps float64 right as a rule, not by proof: checked here
+        for key in ("phases", "projection", "folds", "depth", "warps"):
+            meta.pop(key, None)
+        before = meta.get("fallback")
+        meta.update(method="pma", fallback=f"{before}; peel: {why}" if before else f"peel: {why}")
+        if note := getattr(progress, "note", None):
+            note(f"peel gave way to pma: {why}")
+        net = _folded(points, None, yk, present, cls, eps_q, depth, seed, "pma", progress, meta)
+    return net
 
 
 def _rejected(net: LNNet[fmpq], points: PointSet, certify: bool) -> str | None:
-    """Why a circle method's net is not used, or None: the certificate fails (``certify``),
-    or NumPy float64 (or PyTorch's, where installed) gets points wrong (the search bounds
-    the float error, :func:`.circle._carry`, so it should not: this checks that promise)."""
+    """Why a circle (or peel) net is not used, or None: the certificate fails (``certify``),
+    or NumPy float64 (or PyTorch's, where installed) gets points wrong (the circle search
+    bounds the float error, :func:`.circle._carry`, so it should not: this checks that
+    promise; peel's keeps its label gaps float-sized)."""
     from ..certify import certify as certificate
     from ..floats import check, have_torch
 
@@ -171,17 +187,39 @@ def _folded(
         else Chain(t, eps_q, start=prefix.start, slack=prefix.slack)
     )
     methods, fallback = (METHODS, pma) if k == 2 else (K_METHODS, pma_k)
+    note = getattr(progress, "note", None)
+
+    def peel(chain: Chain) -> None:  # k classes, one at a time (multiclass §8)
+        order = merge_peel(chain, yk, progress)
+        meta.update(method="peel", phases=[present[c] for c in order])
+
     try:
-        methods[method](chain, yk, progress)
+        if k > 2 and method == "peel":
+            peel(chain)
+        else:
+            methods[method](chain, yk, progress)
     except Unresolvable as e:
         if prefix is not None:  # the caller uses runs alone instead
             raise
-        # the data is finer than float64 can see: the paper's construction, which
-        # needs no float search, still gives a certified net (not a float-faithful one)
-        meta.update(method="pma", fallback=str(e))
-        if note := getattr(progress, "note", None):
-            note(f"method runs gave way to pma: {e}")
-        fallback(chain, yk, progress)
+        why, peeled = str(e), False
+        if method == "peel":  # the paper's construction from the start, not after its layers
+            why, chain = f"peel: {e}", Chain(t, eps_q)
+        elif k > 2 and method == "runs":
+            if note:
+                note(f"method runs gave way to peel: {e}")
+            try:
+                peel(fresh := Chain(t, eps_q))
+                chain, peeled = fresh, True
+                meta["fallback"] = why
+            except Unresolvable as e2:
+                why = f"{why}; peel: {e2}"
+        if not peeled:
+            # the data is finer than float64 can see: the paper's construction, which
+            # needs no float search, still gives a certified net (not a float-faithful one)
+            meta.update(method="pma", fallback=why)
+            if note:
+                note(f"method {method} gave way to pma: {why}")
+            fallback(chain, yk, progress)
     needed = len(chain.steps)
     pad_to(chain, None if depth is None else depth - len(layers), _pad, len(layers))
     if prefix is None:
