@@ -43,6 +43,15 @@ K_METHODS: dict[str, Callable[[Chain, Sequence[int], Progress | None], None]] = 
     "peel": merge_peel,  # (build records the order the classes were peeled in)
 }
 """The same methods for three or more classes (:mod:`.multiclass`)."""
+PEEL_STARTS = 3
+"""First classes ``peel`` tries, fewest runs first, when ``runs`` gives way with three or
+more classes (each gives another sequence of folds: measured on random points in R^3,
+``k = 3``, ``m = 200 .. 500``, the first alone finishes float-faithfully on 2 sets of 3)."""
+PEEL_MAX_POINTS = 600
+"""The most points for which ``runs`` gives way to ``peel`` rather than straight to ``pma``
+(``--method peel`` has no limit): measured on random points in R^3, peel finishes on 1 of
+3 sets at ``m = 500`` and on none at 1000 (``k = 3, 5, 10``) or on digits, where each try
+costs 15 to 40 s."""
 DEFAULT_METHOD = "auto"
 """``circle`` for three or more classes (``runs`` loses float resolution there, multiclass
 §6, and gives way to ``pma``; circle is far shallower and float64-faithful when it finds a
@@ -189,8 +198,8 @@ def _folded(
     methods, fallback = (METHODS, pma) if k == 2 else (K_METHODS, pma_k)
     note = getattr(progress, "note", None)
 
-    def peel(chain: Chain) -> None:  # k classes, one at a time (multiclass §8)
-        order = merge_peel(chain, yk, progress)
+    def peel(chain: Chain, start: int = 0) -> None:  # k classes, one at a time (multiclass §8)
+        order = merge_peel(chain, yk, progress, start=start)
         meta.update(method="peel", phases=[present[c] for c in order])
 
     try:
@@ -204,15 +213,17 @@ def _folded(
         why, peeled = str(e), False
         if method == "peel":  # the paper's construction from the start, not after its layers
             why, chain = f"peel: {e}", Chain(t, eps_q)
-        elif k > 2 and method == "runs":
+        elif k > 2 and method == "runs" and points.m <= PEEL_MAX_POINTS:
             if note:
                 note(f"method runs gave way to peel: {e}")
-            try:
-                peel(fresh := Chain(t, eps_q))
-                chain, peeled = fresh, True
-                meta["fallback"] = why
-            except Unresolvable as e2:
-                why = f"{why}; peel: {e2}"
+            for attempt in range(PEEL_STARTS):  # another first class, another chance
+                try:
+                    peel(fresh := Chain(t, eps_q), attempt)
+                    chain, peeled = fresh, True
+                    meta["fallback"] = why
+                    break
+                except Unresolvable as e2:
+                    why = f"{why}; peel: {e2}" if attempt == 0 else why
         if not peeled:
             # the data is finer than float64 can see: the paper's construction, which
             # needs no float search, still gives a certified net (not a float-faithful one)

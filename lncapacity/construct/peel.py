@@ -59,13 +59,17 @@ INNER = 12
 folds that run onto itself; elsewhere it may fold two labels of "the rest" together)."""
 
 
-def merge_peel(chain: Chain, y: Sequence[int], progress: Progress | None = None) -> list[int]:
+def merge_peel(
+    chain: Chain, y: Sequence[int], progress: Progress | None = None, *, start: int = 0
+) -> list[int]:
     """Append layers to ``chain`` until every class is one run, one class at a time; the
     classes whose phases ran, in order (at most ``k - 1``; the depth is at most the sum of
     ``2 n_c - 1`` over them, ``n_c`` the points of class ``c``, proofs/multiclass.md §8).
 
-    ``y``: labels ``0 .. k-1``.  Raises :class:`~.runfold.Unresolvable` when the
-    label gaps fall below float64 resolution (the caller gives way to ``pma``).
+    ``y``: labels ``0 .. k-1``; ``start``: phase 1 peels the class with the ``start``-th
+    fewest runs against the rest (0: the fewest, the shortest phase 1).  Raises
+    :class:`~.runfold.Unresolvable` when the label gaps fall below float64 resolution (the
+    caller gives way to ``pma``).
     """
     labels = np.asarray(y)
     k = int(labels.max()) + 1
@@ -83,7 +87,7 @@ def merge_peel(chain: Chain, y: Sequence[int], progress: Progress | None = None)
         first_peeled = bool(peeled) and kl[0] in peeled
         if cls is None:  # a new phase: the class next to the peeled block
             nxt = len(peeled) if first_peeled else -1 - len(peeled)
-            cls = int(kl[nxt]) if peeled else _first_class(kl, k)
+            cls = int(kl[nxt]) if peeled else _first_class(kl, k, start)
         binary = _binary(kl, cls, peeled)
         count = _count(binary)
         if count == len(peeled) + 2:  # c one run, next to the peeled block: peeled
@@ -119,9 +123,10 @@ def merge_peel(chain: Chain, y: Sequence[int], progress: Progress | None = None)
         rs = found
 
 
-def _first_class(kl: np.ndarray, k: int) -> int:
-    """The class with the fewest runs against the rest: phase 1 is shortest for it."""
-    return min(range(k), key=lambda c: (_count(kl == c), c))
+def _first_class(kl: np.ndarray, k: int, start: int) -> int:
+    """The class with the ``start``-th fewest runs against the rest (phase 1 is shortest for
+    the fewest)."""
+    return sorted(range(k), key=lambda c: (_count(kl == c), c))[start % k]
 
 
 def _binary(kl: np.ndarray, cls: int, peeled: list[int]) -> np.ndarray:
