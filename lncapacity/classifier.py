@@ -94,10 +94,10 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
     Parameters (stored unvalidated, as scikit-learn requires; checked by ``fit``):
     ``eps`` LayerNorm epsilon (exact, >= 0); ``depth`` pad to exactly this many
     LayerNorm layers (``None``: as few as the construction needs); ``method``
-    the construction (``"auto"``, ``"runs"``, ``"circle"`` or the paper's ``"pma"``: see
-    :func:`~lncapacity.build`); ``seed`` for the
-    projection; ``backend`` of ``predict`` (``"auto"``, the default: ``"float64"``
-    when it is right on every training point, else ``"exact"``; or ``"float64"``,
+    the construction (``"auto"``, ``"runs"``, ``"circle"``, ``"peel"`` or the paper's
+    ``"pma"``: see :func:`~lncapacity.build`); ``seed`` for the projection; ``backend``
+    of ``predict`` (``"auto"``, the default: ``"float64"`` when it is right on every
+    training point, else ``"exact"``; or ``"float64"``,
     ``"float32"``, ``"torch-float64"``, ``"torch-float32"``, ``"exact"``; a torch
     backend needs PyTorch installed).
 

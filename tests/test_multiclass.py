@@ -181,6 +181,35 @@ def test_sklearn_datasets_through_the_cli(tmp_path, name: str) -> None:
     assert v.returncode == 0, v.stderr
 
 
+def test_peel_through_the_cli_and_its_fallbacks(tmp_path) -> None:
+    """``--method peel`` writes a net whose layers say which class they peel, certified and
+    right in float64; ``runs`` gives way to peel (its meta says why), and with two classes
+    ``peel`` is ``runs``."""
+    import json
+    import subprocess
+    import sys
+
+    X, y = random_points(200, 3, 3, seed=204)
+    data = tmp_path / "p.npz"
+    np.savez(data, X=X, y=y)
+    out = tmp_path / "net.json"
+    p = subprocess.run(
+        [sys.executable, "-m", "lncapacity", "certify", str(data), "--method", "peel",
+         "--out", str(out), "--json", "--explain", "--require-float", "float64"],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    summary = json.loads(p.stdout)
+    assert summary["method"] == "peel" and summary["all_certified"]
+    assert any("against the rest" in (e.get("why") or "") for e in summary["explain"]["layers"])
+    net = build(X, y, method="runs")
+    assert net.meta["method"] == "peel" and "best merge" in net.meta["fallback"]
+    points = lncapacity.points_from_arrays(X, y)
+    assert net.depth <= depth_bound(net, points) and certify(net, points).all_certified
+    assert floats.check(net, points, "float64").all_agree
+    assert build(X, y % 2, method="peel").meta["method"] == "runs"
+
+
 def test_fisher_direction_gives_separable_classes_depth_zero() -> None:
     """Three classes in parallel oblique bands: no axis or small fixed direction gives three
     runs, Fisher's direction (rounded to a short dyadic, ties broken) does: depth 0."""

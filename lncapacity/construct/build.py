@@ -80,11 +80,13 @@ def build(
     LayerNorm layers (an error if the construction needs more).  ``classes``:
     the readout's rows (default: the sorted labels present), so a labeling that
     uses one class of two still scores both.  ``method``: ``"runs"`` (one label
-    run fewer per layer, float-faithful; falls back to ``"pma"`` when the labels
-    are closer than float64 can resolve, noted in ``meta["fallback"]``),
-    ``"pma"`` (the paper's algorithm), ``"circle"`` (whole circle maps per layer,
-    searched; ``runs`` when that is not shallower) or ``"auto"`` (the default:
-    :data:`DEFAULT_METHOD`).  At most ``m - 2`` layers for ``m``
+    run fewer per layer, float-faithful; falls back, with three or more classes to
+    ``"peel"`` first, then to ``"pma"`` when the labels are closer than float64 can
+    resolve, noted in ``meta["fallback"]``), ``"pma"`` (the paper's algorithm),
+    ``"circle"`` (whole circle maps per layer, searched; ``runs`` when that is not
+    shallower), ``"peel"`` (three or more classes, one at a time against the rest by
+    the binary ``runs`` folds, :mod:`.peel`; ``pma`` when it gives way) or ``"auto"``
+    (the default: :data:`DEFAULT_METHOD`).  At most ``m - 2`` layers for ``m``
     distinct points (seed 000, Theorem).  ``exact=True`` (with ``method="pma"``, two
     classes): the paper's algorithm to the letter, fold centres at the true midpoints
     (algebraic numbers, :mod:`.exact`, proofs/exact_merges.md), so merged values are equal.
