@@ -40,7 +40,7 @@ METHODS: dict[str, Callable[[Chain, Sequence[int], Progress | None], None]] = {
 K_METHODS: dict[str, Callable[[Chain, Sequence[int], Progress | None], None]] = {
     "runs": merge_runs_k,
     "pma": pma_k,
-    "peel": merge_peel,  # (build records the order the classes were peeled in)
+    "peel": merge_peel,  # (called by _folded, which tries several first classes)
 }
 """The same methods for three or more classes (:mod:`.multiclass`)."""
 PEEL_STARTS = 3
@@ -200,39 +200,50 @@ def _folded(
     methods, fallback = (METHODS, pma) if k == 2 else (K_METHODS, pma_k)
     note = getattr(progress, "note", None)
 
-    def peel(chain: Chain, start: int = 0) -> None:  # k classes, one at a time (multiclass §8)
-        order = merge_peel(chain, yk, progress, start=start)
-        meta.update(method="peel", phases=[present[c] for c in order])
+    def peeled() -> tuple[Chain | None, str]:
+        """``peel`` (multiclass §8) from each of :data:`PEEL_STARTS` first classes in turn:
+        its chain, or None and why the first gave way."""
+        whys = []
+        for start in range(PEEL_STARTS):
+            try:
+                order = merge_peel(fresh := Chain(t, eps_q), yk, progress, start=start)
+            except Unresolvable as e:
+                whys.append(str(e))
+                continue
+            meta.update(method="peel", phases=[present[c] for c in order])
+            return fresh, ""
+        return None, whys[0]
 
-    try:
-        if k > 2 and method == "peel":
-            peel(chain)
-        else:
+    got: Chain | None = None
+    if k > 2 and method == "peel":
+        got, why = peeled()
+        why = f"peel: {why}"
+    else:
+        try:
             methods[method](chain, yk, progress)
-    except Unresolvable as e:
-        if prefix is not None:  # the caller uses runs alone instead
-            raise
-        why, peeled = str(e), False
-        if method == "peel":  # the paper's construction from the start, not after its layers
-            why, chain = f"peel: {e}", Chain(t, eps_q)
-        elif k > 2 and method == "runs" and points.m <= PEEL_MAX_POINTS:
-            if note:
-                note(f"method runs gave way to peel: {e}")
-            for attempt in range(PEEL_STARTS):  # another first class, another chance
-                try:
-                    peel(fresh := Chain(t, eps_q), attempt)
-                    chain, peeled = fresh, True
+            got = chain
+        except Unresolvable as e:
+            if prefix is not None:  # the caller uses runs alone instead
+                raise
+            why = str(e)
+            if k > 2 and method == "runs" and points.m <= PEEL_MAX_POINTS:
+                if note:
+                    note(f"method runs gave way to peel: {e}")
+                got, why_peel = peeled()
+                if got is not None:
                     meta["fallback"] = why
-                    break
-                except Unresolvable as e2:
-                    why = f"{why}; peel: {e2}" if attempt == 0 else why
-        if not peeled:
-            # the data is finer than float64 can see: the paper's construction, which
-            # needs no float search, still gives a certified net (not a float-faithful one)
-            meta.update(method="pma", fallback=why)
-            if note:
-                note(f"method {method} gave way to pma: {why}")
-            fallback(chain, yk, progress)
+                else:
+                    why = f"{why}; peel: {why_peel}"
+    if got is None:
+        # the data is finer than float64 can see: the paper's construction, which needs no
+        # float search, still gives a certified net (not a float-faithful one); after runs'
+        # layers, as before peel existed, or from the start
+        meta.update(method="pma", fallback=why)
+        if note:
+            note(f"method {method} gave way to pma: {why}")
+        fallback(chain, yk, progress)
+        got = chain
+    chain = got
     needed = len(chain.steps)
     pad_to(chain, None if depth is None else depth - len(layers), _pad, len(layers))
     if prefix is None:

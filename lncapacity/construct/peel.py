@@ -16,11 +16,12 @@ time, as two labels: the class ``c`` against the rest (proofs/multiclass.md §8)
   one run there, and it joins the peeled block.  After ``k - 1`` phases every
   class is one run.
 
-Each layer is the binary fold (the binary labels' runs fall by exactly one,
-proofs/runs_fold.md), so the runs of ``R_1`` and ``R_3`` of *other* labels among
-"the rest" interleave: the float search scores the gaps between the runs of the
-``k`` labels (what float64 must resolve) and every layer is certified on them
-(each run of one class certainly below the next), so no two labels ever meet.
+Each layer is the binary fold (the phase's runs fall by exactly one,
+proofs/runs_fold.md), so points of *different* classes of "the rest" in ``R_1`` and
+``R_3`` interleave: the float search scores the gaps between neighbours of different
+labels, each point widened to its rigorous enclosure, in units of the largest value
+(what float64 must resolve), and every layer is certified on the ``k`` labels (each
+run of one class certainly below the next), so no two labels ever meet.
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ def merge_peel(
                 f"layer {len(chain.steps) + 1}: the best fold peeling class {cls} {kept} "
                 "(below float64 resolution)"
             )
-        why = f"class {cls} against the rest"
+        why = f"label {cls} against the rest"  # explain names the class
         steps = [replace(step, kind="peel", why=why) for _, step in scored]
         found = _first_certified(chain, steps, rs, labels, cls, peeled, count, None)
         if found is None and tight.tighten(chain, rs, labels):
@@ -130,8 +131,8 @@ def _first_class(kl: np.ndarray, k: int, start: int) -> int:
 
 
 def _binary(kl: np.ndarray, cls: int, peeled: list[int]) -> np.ndarray:
-    """Run labels as phase ``cls`` sees them: 0 for ``cls``, 1 for the classes not yet
-    peeled, and each peeled class its own."""
+    """Labels as phase ``cls`` sees them: 0 for ``cls``, 1 for the classes not yet peeled,
+    and each peeled class its own."""
     out = np.where(kl == cls, 0, 1)
     for i, c in enumerate(peeled):
         out[kl == c] = 2 + i
@@ -213,9 +214,10 @@ def _scores(
     those of :func:`.runfold._scores` on the phase's runs, with centres also in the middle
     of the runs of the ``k`` labels inside ``R_2``; the score is the soft minimum
     ``(sum g^-8)^(-1/8)`` of the gaps ``g`` between neighbours of different labels after
-    the fold, in units of its amplitude (``-inf`` when two of them meet): every such gap
-    among the points of ``R_1`` to ``R_3`` (which the fold mixes) and the first of ``R_4``,
-    beyond that the watched ones (:func:`_watched`), where the fold keeps the order.
+    the fold, each point widened to the image of its enclosure ``[xlo, xhi]``, in units of
+    the largest new value (``-inf`` when two of them meet): every such gap among the
+    points of ``R_1`` to ``R_3`` (which the fold mixes) and the first of ``R_4``, beyond
+    that the watched ones (:func:`_watched`), where the fold keeps the order.
     """
     heads = np.r_[0, np.nonzero(bl[1:] != bl[:-1])[0] + 1, len(x)]  # the phase's runs
     r = len(heads) - 1
