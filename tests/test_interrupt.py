@@ -127,9 +127,16 @@ def interrupted(tmp_path_factory) -> dict:
             folder = tmp_path_factory.mktemp(f"{command}-{signame}")
             _inputs(folder)
             cases[command, signame] = folder
-    with ThreadPoolExecutor(max_workers=len(cases)) as pool:
-        futures = {key: pool.submit(_interrupt, *key, folder) for key, folder in cases.items()}
-        return {key: (f.result(), cases[key]) for key, f in futures.items()}
+    # a shell that starts a job in the background sets it to ignore SIGINT, and a program
+    # keeps that across exec (as it should: nohup-like runs); Python's own handler here
+    # makes the children start with the default disposition, as from a terminal
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with ThreadPoolExecutor(max_workers=len(cases)) as pool:
+            futures = {key: pool.submit(_interrupt, *key, folder) for key, folder in cases.items()}
+            return {key: (f.result(), cases[key]) for key, f in futures.items()}
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.mark.parametrize("signame", SIGNALS)
