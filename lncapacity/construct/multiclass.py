@@ -50,7 +50,7 @@ from .pma import (
     with_tolerances,
 )
 from .project import runs
-from .runfold import ANGLES, Unresolvable, _eighth_power, _step, certified_runs
+from .runfold import ANGLES, Unresolvable, _eighth_power, certified_runs, to_steps
 
 NEAR = arb(2) ** -10
 """Mirror images of different labels closer than this fraction of the smallest label gap
@@ -281,14 +281,9 @@ def _merges(
 ) -> list[tuple[float, FoldStep]]:
     """The ``keep`` best admissible merges of this layer with their scores, best first."""
     lo, hi = _run_bounds(chain, rs)
-    p0, p1 = lo[0], hi[-1]
-    span = p1 - p0
     scored = sorted(_scored(chain, rs, labels), key=lambda s: s[0], reverse=True)
-    steps = []
-    for score, end, _, c, w, psi in scored[:keep]:
-        centre = p0 + c * span if end == 0 else p1 - c * span
-        steps.append((score, _step(centre, w * span, psi if end == 0 else -psi, chain.eps)))
-    return steps
+    best = [(score, end, c, w, psi) for score, end, _, c, w, psi in scored[:keep]]
+    return to_steps(best, lo[0], hi[-1], chain.eps)
 
 
 def _merge_scores(

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 
@@ -37,17 +38,16 @@ from .runfold import (
     ANGLES,
     CENTRES,
     OPENING,
-    WATCHED,
     WIDTHS,
     Runs,
     Tightener,
     Unresolvable,
     _eighth_power,
+    _first_certified,
     _midpoints,
-    _moved_runs,
     _runs,
-    _step,
-    interval_runs,
+    to_steps,
+    watch,
 )
 
 KEEP = 8
@@ -111,11 +111,12 @@ def merge_peel(
             )
         why = f"label {cls} against the rest"  # explain names the class
         steps = [replace(step, kind="peel", why=why) for _, step in scored]
-        found = _first_certified(chain, steps, rs, labels, cls, peeled, count, None)
+        done = partial(_one_fewer, labels=labels, cls=cls, peeled=peeled, count=count)
+        found = _first_certified(chain, steps, rs, labels, None, done)
         if found is None and tight.tighten(chain, rs, labels):
-            found = _first_certified(chain, steps, rs, labels, cls, peeled, count, None)
+            found = _first_certified(chain, steps, rs, labels, None, done)
         if found is None:  # the last resort: the candidates again, certified in balls
-            found = _first_certified(chain, steps, rs, labels, cls, peeled, count, y)
+            found = _first_certified(chain, steps, rs, labels, y, done)
         if found is None:
             raise Unresolvable(
                 f"layer {len(chain.steps) + 1}: no fold peeling class {cls} certified "
@@ -144,30 +145,9 @@ def _count(labels: np.ndarray) -> int:
     return int(np.count_nonzero(labels[1:] != labels[:-1])) + 1
 
 
-def _first_certified(
-    chain: Chain,
-    steps: list[FoldStep],
-    rs: Runs,
-    labels: np.ndarray,
-    cls: int,
-    peeled: list[int],
-    count: int,
-    y: Sequence[int] | None,
-) -> Runs | None:
-    """Push the first step after which the runs of the ``k`` labels are certain and the
-    phase's runs are one fewer; those runs, or None (nothing pushed).  ``y``: certify in
-    balls too (slow: every layer is replayed)."""
-    for step in steps:
-        chain.push(step)
-        after = _moved_runs(chain, rs, labels) or interval_runs(chain, labels)
-        if after is None and y is not None:
-            after = _runs(chain, y, labels)
-        if after is not None:
-            kl = labels[after[0][after[1]]]
-            if _count(_binary(kl, cls, peeled)) == count - 1:
-                return after
-        chain.pop()
-    return None
+def _one_fewer(after: Runs, labels: np.ndarray, cls: int, peeled: list[int], count: int) -> bool:
+    """Whether the phase's runs are one fewer than ``count`` after the layer (runs ``after``)."""
+    return _count(_binary(labels[after[0][after[1]]], cls, peeled)) == count - 1
 
 
 def _candidates(
@@ -197,11 +177,7 @@ def _candidates(
         best = np.argsort(score)[::-1][:KEEP]
         scored += [(score[t], end, c[t], w[t], psi[t]) for t in best if np.isfinite(score[t])]
     scored.sort(key=lambda s: s[0], reverse=True)
-    out = []
-    for score, end, c, w, psi in scored[:KEEP]:
-        centre = p0 + c * span if end == 0 else p1 - c * span
-        out.append((score, _step(centre, w * span, psi if end == 0 else -psi, chain.eps)))
-    return out
+    return to_steps(scored[:KEEP], p0, p1, chain.eps)
 
 
 def _scores(
@@ -271,15 +247,10 @@ def _scores(
 
 
 def _watched(xlo: np.ndarray, xhi: np.ndarray, lab: np.ndarray, start: int) -> np.ndarray:
-    """The points ``t >= start`` whose gap to point ``t + 1`` (of another label) the score
-    watches: all up to ``2 WATCHED``; beyond, the ``WATCHED`` smallest now (between their
-    intervals) and ``WATCHED`` spread evenly (as :func:`.runfold._watched`: the map is
-    smooth there, so these are the candidates for the smallest after it)."""
+    """The points ``t >= start`` whose gap (between their intervals) to point ``t + 1`` of
+    another label the score watches (:func:`.runfold.watch`)."""
     t = start + np.nonzero(lab[start + 1 :] != lab[start:-1])[0]
-    if len(t) <= 2 * WATCHED:
-        return t
-    smallest = t[np.argpartition(xlo[t + 1] - xhi[t], WATCHED)[:WATCHED]]
-    return np.union1d(smallest, t[np.linspace(0, len(t) - 1, WATCHED).astype(int)])
+    return watch(t, xlo[t + 1] - xhi[t])
 
 
 def _label_gaps(bottom: np.ndarray, top: np.ndarray, lab: np.ndarray) -> np.ndarray:

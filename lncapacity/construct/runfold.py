@@ -218,21 +218,40 @@ class Tightener:
 
 
 def _first_certified(
-    chain: Chain, candidates: list[FoldStep], rs: Runs, labels: np.ndarray, y: Sequence[int] | None
+    chain: Chain,
+    candidates: list[FoldStep],
+    rs: Runs,
+    labels: np.ndarray,
+    y: Sequence[int] | None,
+    done: Callable[[Runs], bool] | None = None,
 ) -> Runs | None:
-    """Push the first candidate that certainly removes one run; its runs, or None (nothing
-    pushed).  From the float64 intervals only, or (``y`` given) from balls too: slow for
-    large sets, as the balls replay every layer."""
+    """Push the first candidate after which the runs are certain and ``done`` (by default:
+    one run fewer); those runs, or None (nothing pushed).  From the float64 intervals only,
+    or (``y`` given) from balls too: slow for large sets, as the balls replay every layer."""
     count = len(rs[1])
     for step in candidates:
         chain.push(step)
         after = _moved_runs(chain, rs, labels) or interval_runs(chain, labels)
         if after is None and y is not None:
             after = _runs(chain, y, labels)
-        if after is not None and len(after[1]) == count - 1:
+        if after is not None and (len(after[1]) == count - 1 if done is None else done(after)):
             return after
         chain.pop()
     return None
+
+
+def to_steps(
+    scored: list[tuple[float, int, float, float, float]], p0: float, p1: float, eps: fmpq
+) -> list[tuple[float, FoldStep]]:
+    """Candidates ``(score, end, c, w, psi)``, found on values normalised to ``[0, 1]`` from
+    ``end`` (0: ``p0``, 1: ``p1``, mirrored), as exact layers on the values themselves."""
+    span = p1 - p0
+    out = []
+    for score, end, c, w, psi in scored:
+        # back to p: theta_p = atan((p - centre) / (w span)) is theta (end 0) or -theta
+        centre = p0 + c * span if end == 0 else p1 - c * span
+        out.append((score, _step(centre, w * span, psi if end == 0 else -psi, eps)))
+    return out
 
 
 def _runs(chain: Chain, y: Sequence[int], labels: np.ndarray) -> Runs | None:
@@ -357,12 +376,7 @@ def _candidates(chain: Chain, rs: Runs, keep: int = 8) -> list[FoldStep]:
         best = np.argsort(score)[::-1][:keep]
         scored += [(score[k], end, c[k], w[k], psi[k]) for k in best if np.isfinite(score[k])]
     scored.sort(key=lambda s: s[0], reverse=True)
-    out = []
-    for _, end, c, w, psi in scored[:keep]:
-        # back to p: theta_p = atan((p - centre) / (w span)) is theta (end 0) or -theta
-        centre = p0 + c * span if end == 0 else p1 - c * span
-        out.append(_step(centre, w * span, psi if end == 0 else -psi, chain.eps))
-    return out
+    return [step for _, step in to_steps(scored[:keep], p0, p1, chain.eps)]
 
 
 def _search(xl: np.ndarray, xh: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -433,10 +447,16 @@ def _watched(xl: np.ndarray, xh: np.ndarray, count: int = WATCHED) -> np.ndarray
     the choice among candidates depends on this; every gap is certified.
     """
     k = np.arange(3, len(xl) - 1)
-    if len(k) <= 2 * count:
-        return k
-    smallest = k[np.argpartition(xl[k + 1] - xh[k], count)[:count]]
-    return np.union1d(smallest, k[np.linspace(0, len(k) - 1, count).astype(int)])
+    return watch(k, xl[k + 1] - xh[k], count)
+
+
+def watch(t: np.ndarray, gaps: np.ndarray, count: int = WATCHED) -> np.ndarray:
+    """Of the gaps ``t`` (``gaps`` their sizes now): all up to ``2 count``, else the
+    ``count`` smallest and ``count`` spread evenly (:func:`_watched`)."""
+    if len(t) <= 2 * count:
+        return t
+    smallest = t[np.argpartition(gaps, count)[:count]]
+    return np.union1d(smallest, t[np.linspace(0, len(t) - 1, count).astype(int)])
 
 
 def _eighth_power(q: np.ndarray) -> np.ndarray:
