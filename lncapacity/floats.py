@@ -142,9 +142,7 @@ def forward(net: LNNet[Any], X: Any, backend: str = "float64") -> np.ndarray:
         eps = dt(_float(net.eps))
         for i, layer in enumerate(net.layers):
             W, b = _array(layer, dt)
-            y = h @ W.T + b
-            y = y - y.mean(axis=1, keepdims=True)
-            h = y / np.sqrt((y * y).mean(axis=1, keepdims=True) + eps)
+            h = layer_norm(h @ W.T + b, eps)
             norm = net.norm(i)
             if norm.gain is not None:
                 h = h * np.array([float(g) for g in norm.gain], dtype=dt)
@@ -152,6 +150,13 @@ def forward(net: LNNet[Any], X: Any, backend: str = "float64") -> np.ndarray:
                 h = h + np.array([float(c) for c in norm.bias], dtype=dt)
         R, r = _array(net.readout, dt)
         return h @ R.T + r
+
+
+def layer_norm(Y: np.ndarray, eps: Any) -> np.ndarray:
+    """LayerNorm of the rows of ``Y`` as the NumPy backends compute it (biased variance,
+    ``eps`` inside the square root), in ``Y``'s dtype."""
+    Y = Y - Y.mean(axis=1, keepdims=True)
+    return Y / np.sqrt((Y * Y).mean(axis=1, keepdims=True) + eps)
 
 
 def _forward_torch(net: LNNet[Any], h: np.ndarray, dtype: str) -> np.ndarray:

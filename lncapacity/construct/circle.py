@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 from flint import arb, fmpq
 
+from ..floats import layer_norm
 from ..model import Affine
 
 SQRT3 = math.sqrt(3.0)
@@ -91,12 +92,6 @@ class State:
 def boundaries_cyclic(labels: np.ndarray) -> np.ndarray:
     """Label changes between cyclic neighbours, per row of a ``K x m`` label array."""
     return (labels != np.roll(labels, -1, axis=-1)).sum(axis=-1)
-
-
-def layer_norm(Y: np.ndarray, eps: float) -> np.ndarray:
-    """LayerNorm of the rows of ``Y`` in float64, as :mod:`lncapacity.floats` computes it."""
-    Y = Y - Y.mean(axis=1, keepdims=True)
-    return Y / np.sqrt((Y * Y).mean(axis=1, keepdims=True) + eps)
 
 
 def plane(H: np.ndarray) -> np.ndarray:
