@@ -14,11 +14,18 @@ import os
 
 import numpy as np
 import pytest
+from flint import fmpq
 
 import lncapacity
 from lncapacity import build, certify, floats
+from lncapacity.construct.build import projected
+from lncapacity.construct.fold import Chain, fold_layer
 from lncapacity.construct.multiclass import cyclic_runs
+from lncapacity.construct.peel import merge_peel
 from lncapacity.construct.project import project, runs
+from lncapacity.construct.runfold import FloatShadow
+from lncapacity.fileformat import read_vector
+from lncapacity.model import Affine
 from lncapacity.parallel import imap
 
 
@@ -303,3 +310,44 @@ def test_a_precise_centre_lies_within_its_tolerance_of_the_exact_midpoint() -> N
     # a quarter of it when precise
     assert miss(precise=True) < 2 * tolerance * apart
     assert miss(precise=False) > 2**300 * tolerance * apart  # the defect, without it
+
+
+def _peel_chain(m: int, seed: int) -> tuple[Chain, list[fmpq]]:
+    X, y = random_points(m, 3, 3, seed=seed)
+    points = lncapacity.points_from_arrays(X, y)
+    yk = [points.classes.index(label) for label in points.y]
+    t, _, _ = projected(points.X, yk, 0)
+    chain = Chain(t, fmpq(0))
+    merge_peel(chain, yk)
+    return chain, t
+
+
+def test_float_shadow_is_numpy_and_its_spread_covers_exact_and_pytorch() -> None:
+    """:class:`FloatShadow` (what peel's search keeps apart), after a peel chain of some 200
+    layers: its plain run is the NumPy backend, bit for bit, on a net of the chain's
+    layers; the exact values and PyTorch's float64 ones lie within :data:`SHADOW_SAFETY`
+    times its spread of it, every point; and the chain's own intervals are many times wider
+    than NumPy's actual error (why peel uses the shadow)."""
+    chain, t = _peel_chain(300, 9)
+    assert len(chain.steps) > 150
+    shadow = FloatShadow(chain)
+    value, _ = shadow.values(chain)
+    layers, read = [], (fmpq(1),)  # a net reading t itself, its readout the last read
+    for step in chain.steps:
+        layers.append(fold_layer(read, step))
+        read = read_vector(step.read)
+    net = lncapacity.LNNet(1, 3, fmpq(0), tuple(layers), Affine((read,), (fmpq(0),)), ("v",))
+    T = np.array([[lncapacity.arith.to_float(q)] for q in t])
+    assert np.array_equal(floats.forward(net, T, "float64")[:, 0], value)
+    while max(float(v.rad()) for v in chain.values) > 2.0**-80:
+        chain.refine()
+    exact = np.array([float(v.mid()) for v in chain.values])
+    err = np.abs(value - exact)
+    assert err.max() > 2.0**-40 * np.abs(exact).max()  # far more than one rounding
+    _, lo, hi = shadow.enclosures(chain)
+    assert ((lo <= exact) & (exact <= hi)).all()
+    if floats.have_torch():
+        torch = floats.forward(net, T, "torch-float64")[:, 0]
+        assert ((lo <= torch) & (torch <= hi)).all()
+    width = chain.intervals[1] - chain.intervals[0]
+    assert np.median(width) > 5 * np.median(err)

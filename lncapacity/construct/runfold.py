@@ -39,9 +39,11 @@ import numpy as np
 from flint import arb, fmpq
 
 from .. import interval as iv
-from ..arith import lower_bound_float, precision
+from ..arith import lower_bound_float, precision, to_float
 from ..errors import ConstructionError
-from .fold import Chain, FoldStep, reversal
+from ..fileformat import read_vector
+from ..floats import layer_norm
+from .fold import Chain, FoldStep, fold_layer, reversal
 from .pma import Progress, power_of_two_near
 
 SQRT3 = math.sqrt(3.0)
@@ -215,6 +217,84 @@ class Tightener:
         if ends is None:  # (cannot happen for k > 0)
             return arb(0, math.inf), arb(0, math.inf)
         return ends
+
+
+SHADOW_RUNS = 4
+"""Perturbed float64 runs beside the plain one (:class:`FloatShadow`)."""
+SHADOW_ULPS = 4.0
+"""Each perturbed run's LayerNorm outputs are scaled by ``1 + r`` per layer, ``r`` uniform
+within this many ulps (a layer's own rounding: a few ulps)."""
+SHADOW_SAFETY = 4.0
+"""How many times their spread the values are widened by in the search (after 192 peel
+layers on 300 random points in R^3, the exact values and PyTorch's float64 ones lay within
+3.1 and 3.6 spreads of NumPy's, every point; the median, 0.5 and 0.2)."""
+SHADOW_FLOOR = 2.0**-51
+"""And by this fraction of the largest value: a few ulps of the next layer's rounding."""
+
+
+class FloatShadow:
+    """The chain's values as a float64 net computes them, and how far float64 may move them.
+
+    The chain's float64 intervals enclose the exact values, rounded outwards at every
+    operation of every layer: after 200 layers their median width is 25 times the error
+    NumPy actually makes (300 random points in R^3, ``k = 3``, against balls), so a
+    search that keeps them apart gives up long before float64 does.  This
+    runs the net's own layers (:func:`.fold.fold_layer`, the weights rounded as
+    :mod:`lncapacity.floats` rounds them) in float64 from the projected values ``t`` (as
+    the first layer's read), as NumPy does, and beside it :data:`SHADOW_RUNS` runs whose
+    every LayerNorm output is perturbed by a few ulps at random (Monte Carlo arithmetic,
+    as Verificarlo and CADNA estimate float error): their spread around the plain run is
+    the size of the error any float64 implementation makes there, PyTorch's too, whose
+    errors differ from NumPy's point by point.  A guide for the search, not a bound: the
+    net is certified in exact arithmetic and checked in NumPy and PyTorch afterwards.
+    """
+
+    def __init__(self, chain: Chain) -> None:
+        if chain.start is not None:
+            raise ValueError("a float shadow runs from the projected values, not start balls")
+        self.eps = to_float(chain.eps)
+        self.t = np.array([to_float(q) for q in chain.t])
+        self._reset()
+
+    def _reset(self) -> None:
+        zero = np.zeros_like(self.t)
+        h = np.c_[self.t, zero, zero]
+        self.rng = np.random.default_rng(0)
+        self.h = np.stack([h] + [self._perturbed(h) for _ in range(SHADOW_RUNS)])
+        self.read: tuple[fmpq, ...] = (fmpq(1), fmpq(0), fmpq(0))
+        self.steps: list[FoldStep] = []
+
+    def _perturbed(self, h: np.ndarray) -> np.ndarray:
+        return h * (1 + SHADOW_ULPS * 2.0**-53 * self.rng.uniform(-1, 1, h.shape))
+
+    def values(self, chain: Chain) -> tuple[np.ndarray, np.ndarray]:
+        """Per point, after every step of ``chain``: its value as NumPy's float64 computes
+        it, and the root mean square distance of the perturbed runs' values from it."""
+        n = len(self.steps)
+        if n > len(chain.steps) or (n and chain.steps[n - 1] is not self.steps[-1]):
+            # the chain's steps are a stack: its last kept step in place, all before are
+            self._reset()
+            n = 0
+        with np.errstate(all="ignore"):
+            for step in chain.steps[n:]:
+                layer = fold_layer(self.read, step)
+                W = np.array([[to_float(w) for w in row] for row in layer.W])
+                b = np.array([to_float(v) for v in layer.b])
+                h = layer_norm((self.h @ W.T + b).reshape(-1, 3), self.eps).reshape(self.h.shape)
+                h[1:] = self._perturbed(h[1:])
+                self.h = h
+                self.read = read_vector(step.read)
+                self.steps.append(step)
+            p = self.h @ np.array([to_float(a) for a in self.read])
+            return p[0], np.sqrt(((p[1:] - p[0]) ** 2).mean(axis=0))
+
+    def enclosures(self, chain: Chain) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per point: its float64 value, and that widened by :data:`SHADOW_SAFETY` times its
+        spread and :data:`SHADOW_FLOOR` of the largest value, after every step of ``chain``."""
+        mid, spread = self.values(chain)
+        with np.errstate(all="ignore"):
+            w = SHADOW_SAFETY * spread + SHADOW_FLOOR * np.abs(mid).max()
+        return mid, mid - w, mid + w
 
 
 def _first_certified(
