@@ -201,7 +201,7 @@ def test_peel_keeps_the_run_next_to_the_block():
             while len(free) > 2:
                 free = fold_from_free_end(free)
                 assert free[-1] == next_to_block
-                assert all(a != b for a, b in zip(free, free[1:]))  # still runs
+                assert all(a != b for a, b in itertools.pairwise(free))  # still runs
                 folds += 1
             assert folds == r - 2 and free[-1] == next_to_block
 
