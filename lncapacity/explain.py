@@ -585,16 +585,22 @@ def present_classes(net: LNNet[fmpq]) -> list[Any] | None:
 
 
 def _why(meta: Mapping[str, Any], present: Sequence[Any] | None) -> str | None:
-    """``meta.why`` with "label 1" (the construction's number) as the class it numbers."""
+    """``meta.why`` with the classes named (:func:`named_labels`)."""
     why = meta.get("why")
     if not isinstance(why, str) or not present:
         return None if why is None else str(why)
+    return named_labels(why, present)
+
+
+def named_labels(text: str, present: Sequence[Any]) -> str:
+    """``text`` with "label 1" (a construction's number for the classes present, in order)
+    as "label" and the class it numbers."""
 
     def name(m: re.Match[str]) -> str:
         i = int(m.group(1))
         return f"label {present[i]}" if i < len(present) else m.group(0)
 
-    return re.sub(r"\blabel (\d+)\b", name, why)
+    return re.sub(r"\blabel (\d+)\b", name, text)
 
 
 def explain(

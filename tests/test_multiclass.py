@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 
 import numpy as np
 import pytest
@@ -351,3 +352,16 @@ def test_float_shadow_is_numpy_and_its_spread_covers_exact_and_pytorch() -> None
         assert ((lo <= torch) & (torch <= hi)).all()
     width = chain.intervals[1] - chain.intervals[0]
     assert np.median(width) > 5 * np.median(err)
+
+
+def test_peel_fallback_names_the_classes() -> None:
+    """When peel gives way, ``meta.fallback`` names the class it was peeling, not the
+    construction's number for it."""
+    rng = np.random.default_rng(210)
+    names = np.array(["cat", "dog", "eel", "fox", "gnu", "hen", "ibis", "jay", "koi", "lynx"])
+    X, y = rng.standard_normal((60, 3)), names[rng.integers(0, 10, 60)]
+    net = build(X, y, method="peel")
+    assert net.meta["method"] == "pma" and certify(net, X, y).all_certified
+    why = net.meta["fallback"]
+    assert re.search(r"peeling label (cat|dog|eel|fox|gnu|hen|ibis|jay|koi|lynx) ", why), why
+    assert not re.search(r"label \d", why), why

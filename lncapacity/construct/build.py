@@ -20,6 +20,7 @@ from .. import __version__
 from ..arith import dyadic_between, exact
 from ..data import PointSet, points_from_arrays
 from ..errors import InputError
+from ..explain import named_labels
 from ..fileformat import read_vector
 from ..model import Affine, Label, LNNet
 from .circle import CIRCLE_META, Handoff, build_circle  # method "circle" (issue 18)
@@ -209,7 +210,7 @@ def _folded(
             try:
                 order = merge_peel(fresh := Chain(t, eps_q), yk, progress, start=start)
             except Unresolvable as e:
-                whys.append(str(e))
+                whys.append(named_labels(str(e), present))  # its label numbers as classes
                 continue
             meta.update(method="peel", phases=[present[c] for c in order])
             return fresh, ""

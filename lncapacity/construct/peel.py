@@ -112,7 +112,7 @@ def merge_peel(
                 else "keeps no two labels apart"
             )
             raise Unresolvable(
-                f"layer {len(chain.steps) + 1}: the best fold peeling class {cls} {kept} "
+                f"layer {len(chain.steps) + 1}: the best fold peeling label {cls} {kept} "
                 "(below float64 resolution)"
             )
         why = f"label {cls} against the rest"  # explain names the class
@@ -125,7 +125,7 @@ def merge_peel(
             found = _first_certified(chain, steps, rs, labels, y, done)
         if found is None:
             raise Unresolvable(
-                f"layer {len(chain.steps) + 1}: no fold peeling class {cls} certified "
+                f"layer {len(chain.steps) + 1}: no fold peeling label {cls} certified "
                 "(label gaps below float resolution)"
             )
         rs = found
