@@ -153,10 +153,10 @@ def forward(net: LNNet[Any], X: Any, backend: str = "float64") -> np.ndarray:
 
 
 def layer_norm(Y: np.ndarray, eps: Any) -> np.ndarray:
-    """LayerNorm of the rows of ``Y`` as the NumPy backends compute it (biased variance,
-    ``eps`` inside the square root), in ``Y``'s dtype."""
-    Y = Y - Y.mean(axis=1, keepdims=True)
-    return Y / np.sqrt((Y * Y).mean(axis=1, keepdims=True) + eps)
+    """LayerNorm over the last axis of ``Y`` as the NumPy backends compute it (biased
+    variance, ``eps`` inside the square root), in ``Y``'s dtype."""
+    Y = Y - Y.mean(axis=-1, keepdims=True)
+    return Y / np.sqrt((Y * Y).mean(axis=-1, keepdims=True) + eps)
 
 
 def _forward_torch(net: LNNet[Any], h: np.ndarray, dtype: str) -> np.ndarray:

@@ -236,7 +236,7 @@ class FloatShadow:
     """The chain's values as a float64 net computes them, and how far float64 may move them.
 
     The chain's float64 intervals enclose the exact values, rounded outwards at every
-    operation of every layer: after 200 layers their median width is 25 times the error
+    operation of every layer: after about 200 layers their median width is 25 times the error
     NumPy actually makes (300 random points in R^3, ``k = 3``, against balls), so a
     search that keeps them apart gives up long before float64 does.  This
     runs the net's own layers (:func:`.fold.fold_layer`, the weights rounded as
@@ -280,9 +280,8 @@ class FloatShadow:
                 layer = fold_layer(self.read, step)
                 W = np.array([[to_float(w) for w in row] for row in layer.W])
                 b = np.array([to_float(v) for v in layer.b])
-                h = layer_norm((self.h @ W.T + b).reshape(-1, 3), self.eps).reshape(self.h.shape)
-                h[1:] = self._perturbed(h[1:])
-                self.h = h
+                self.h = layer_norm(self.h @ W.T + b, self.eps)
+                self.h[1:] = self._perturbed(self.h[1:])
                 self.read = read_vector(step.read)
                 self.steps.append(step)
             p = self.h @ np.array([to_float(a) for a in self.read])
