@@ -52,8 +52,8 @@ while peel kept the chain's intervals apart, proofs/multiclass.md §8)."""
 PEEL_MAX_POINTS = 600
 """The most points for which ``runs`` gives way to ``peel`` rather than straight to ``pma``
 (``--method peel`` has no limit): measured on random points in R^3 with ``k = 3``, peel
-finishes on 3 of 3 sets at ``m = 600``, on none of 3 at 800 (where three tries cost 90 to
-115 s) and not on the set tried at 1000; with ``k = 5, 10`` it gives way earlier."""
+finishes on 3 of 3 sets at ``m = 600``, on none of 3 at 700 or 800 (where three tries cost
+85 to 115 s) and not on the set tried at 1000; with ``k = 5, 10`` it gives way earlier."""
 DEFAULT_METHOD = "auto"
 """``circle`` for three or more classes (``runs`` loses float resolution there, multiclass
 §6, and gives way to ``pma``; circle is far shallower and float64-faithful when it finds a
