@@ -36,6 +36,7 @@ import numpy as np
 
 from .fold import Chain, FoldStep
 from .pma import Progress
+from .project import runs
 from .runfold import (
     ANGLES,
     CENTRES,
@@ -96,7 +97,7 @@ def merge_peel(
             nxt = len(peeled) if first_peeled else -1 - len(peeled)
             cls = int(kl[nxt]) if peeled else _first_class(kl, k, start)
         binary = _binary(kl, cls, peeled)
-        count = _count(binary)
+        count = runs(binary)
         if count == len(peeled) + 2:  # c one run, next to the peeled block: peeled
             peeled.append(cls)
             cls = None
@@ -134,7 +135,7 @@ def merge_peel(
 def _first_class(kl: np.ndarray, k: int, start: int) -> int:
     """The class with the ``start``-th fewest runs against the rest (phase 1 is shortest for
     the fewest)."""
-    return sorted(range(k), key=lambda c: (_count(kl == c), c))[start % k]
+    return sorted(range(k), key=lambda c: (runs(kl == c), c))[start % k]
 
 
 def _binary(kl: np.ndarray, cls: int, peeled: list[int]) -> np.ndarray:
@@ -146,14 +147,9 @@ def _binary(kl: np.ndarray, cls: int, peeled: list[int]) -> np.ndarray:
     return out
 
 
-def _count(labels: np.ndarray) -> int:
-    """Runs of a sequence of labels."""
-    return int(np.count_nonzero(labels[1:] != labels[:-1])) + 1
-
-
 def _one_fewer(after: Runs, labels: np.ndarray, cls: int, peeled: list[int], count: int) -> bool:
     """Whether the phase's runs are one fewer than ``count`` after the layer (runs ``after``)."""
-    return _count(_binary(labels[after[0][after[1]]], cls, peeled)) == count - 1
+    return runs(_binary(labels[after[0][after[1]]], cls, peeled)) == count - 1
 
 
 def _candidates(
