@@ -186,7 +186,7 @@ class Tightener:
         """Exact ``a <= b`` around point ``k``'s value after every step of ``chain``."""
         steps = chain.steps
         n, last, a, b = self.done.get(k, (0, None, arb(0), arb(0)))
-        if n == 0 or n > len(steps) or steps[n - 1] is not last:
+        if n == 0 or not chain.holds(n, last):
             t = self._start(chain, k)
             n, a, b = 0, t.lower(), t.upper()
         for step in steps[n:]:
@@ -271,8 +271,7 @@ class FloatShadow:
         """Per point, after every step of ``chain``: its value as NumPy's float64 computes
         it, and the root mean square distance of the perturbed runs' values from it."""
         n = len(self.steps)
-        if n > len(chain.steps) or (n and chain.steps[n - 1] is not self.steps[-1]):
-            # the chain's steps are a stack: its last kept step in place, all before are
+        if not chain.holds(n, self.steps[-1] if n else None):
             self._reset()
             n = 0
         with np.errstate(all="ignore"):
