@@ -216,8 +216,9 @@ class Chain:
 
     def holds(self, n: int, last: FoldStep | None) -> bool:
         """Whether the first ``n`` steps are those of a moment when the ``n``-th was
-        ``last`` (None for ``n = 0``): steps only change by :meth:`push` and :meth:`pop`,
-        so when the ``n``-th is still in place, so are all before it."""
+        ``last`` (None for ``n = 0``): steps only change at the end (:meth:`push`,
+        :meth:`pop`, :meth:`reset`), so when the ``n``-th is still in place, so are all
+        before it."""
         return n <= len(self.steps) and (n == 0 or self.steps[n - 1] is last)
 
     def pop(self) -> FoldStep:
