@@ -66,6 +66,7 @@ from .certify import Certificate, _rank_one, certify, scalar_chain
 from .data import PointSet, points_from_arrays
 from .errors import InputError
 from .fileformat import U, V, read_vector
+from .floats import layer_norm, product
 from .model import LNNet
 
 __all__ = [
@@ -244,14 +245,12 @@ def float_trace(net: LNNet[fmpq], X: Any) -> Trace:
             if j == len(net.layers):
                 break
             W, b = _floats(layer.W), np.array([float(x) for x in layer.b])
-            y = h @ W.T + b
-            y = y - y.mean(axis=1, keepdims=True)
-            h = y / np.sqrt((y * y).mean(axis=1, keepdims=True) + eps)
+            h = layer_norm(product(h, W) + b, eps)
             if h.shape[1] == 3:
                 angles.append(np.arctan2(h @ V_HAT, h @ U_HAT))
                 radius.append(np.linalg.norm(h, axis=1))
         R, rb = _floats(net.readout.W), np.array([float(x) for x in net.readout.b])
-        scores = h @ R.T + rb
+        scores = product(h, R) + rb
     m = h.shape[0]
     return Trace(
         values,
@@ -277,10 +276,8 @@ def float_scores(net: LNNet[fmpq], X: np.ndarray, chunk: int = 4096) -> np.ndarr
         for i in range(0, len(X), chunk):
             h = X[i : i + chunk]
             for W, b in maps:
-                y = h @ W.T + b
-                y = y - y.mean(axis=1, keepdims=True)
-                h = y / np.sqrt((y * y).mean(axis=1, keepdims=True) + eps)
-            out[i : i + chunk] = h @ R.T + rb
+                h = layer_norm(product(h, W) + b, eps)
+            out[i : i + chunk] = product(h, R) + rb
     return out
 
 

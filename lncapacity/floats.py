@@ -32,6 +32,7 @@ from .arith import to_float
 from .data import PointSet
 from .errors import InputError
 from .model import Affine, LNNet
+from .reproducible import matmul, torch_one_thread
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -44,6 +45,17 @@ TORCH_BACKENDS = {"torch-float64": "float64", "torch-float32": "float32"}
 
 BACKENDS = (*DTYPES, *TORCH_BACKENDS)
 """Every backend name, whether or not PyTorch is installed here."""
+
+FIXED_ORDER_FAN_IN = 128
+"""Layers with at most this many inputs are run by :func:`lncapacity.reproducible.matmul`
+(every sum in one fixed order: the same bits under any BLAS kernel and thread count, as the
+searches that built the net computed them); wider ones by NumPy's ``@`` (BLAS: fast)."""
+
+
+def product(h: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """``h @ W.T``, in a fixed order for fan-in up to :data:`FIXED_ORDER_FAN_IN`."""
+    return matmul(h, W.T) if W.shape[1] <= FIXED_ORDER_FAN_IN else h @ W.T
+
 
 MARGIN_WARNING_RATIO = 1e-6
 """A float margin below this fraction of the largest absolute score is "near float resolution"."""
@@ -142,14 +154,14 @@ def forward(net: LNNet[Any], X: Any, backend: str = "float64") -> np.ndarray:
         eps = dt(_float(net.eps))
         for i, layer in enumerate(net.layers):
             W, b = _array(layer, dt)
-            h = layer_norm(h @ W.T + b, eps)
+            h = layer_norm(product(h, W) + b, eps)
             norm = net.norm(i)
             if norm.gain is not None:
                 h = h * np.array([float(g) for g in norm.gain], dtype=dt)
             if norm.bias is not None:
                 h = h + np.array([float(c) for c in norm.bias], dtype=dt)
         R, r = _array(net.readout, dt)
-        return h @ R.T + r
+        return product(h, R) + r
 
 
 def layer_norm(Y: np.ndarray, eps: Any) -> np.ndarray:
@@ -164,9 +176,7 @@ def _forward_torch(net: LNNet[Any], h: np.ndarray, dtype: str) -> np.ndarray:
     # One thread, then the caller's count again: once PyTorch's OpenMP pool has run in this
     # process, a worker fork()ed later (lncapacity.parallel, as shatter uses) hangs in its first
     # parallel kernel.  Width-3 layers gain nothing from threads anyway.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with torch_one_thread(torch):
         # overflow in the cast or the modules gives inf/NaN scores, which check() counts as
         # wrong points: no warning reaches stderr (NumPy's cast, PyTorch's own)
         with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -174,8 +184,6 @@ def _forward_torch(net: LNNet[Any], h: np.ndarray, dtype: str) -> np.ndarray:
             model = to_torch(net, dtype)
             with torch.no_grad():
                 return model(torch.from_numpy(h.astype(DTYPES[dtype]))).numpy()
-    finally:
-        torch.set_num_threads(threads)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from .certify import certify
 from .data import PointSet
 from .errors import InputError
 from .model import Affine, LNNet
+from .reproducible import torch_one_thread
 
 WIDTH = 3
 
@@ -64,6 +65,12 @@ def find_net(
         if net is not None:
             return net
     torch = _torch()
+    with torch_one_thread(torch):  # one summation order, whatever the core count
+        return _adam(torch, points, depth, eps, classes, restarts, steps, seed)
+
+
+def _adam(torch, points, depth, eps, classes, restarts, steps, seed):  # type: ignore[no-untyped-def]
+    """:func:`find_net`'s Adam restarts (inside one PyTorch thread)."""
     X = torch.tensor(points.floats(), dtype=torch.float64)
     target = torch.tensor([list(classes).index(label) for label in points.y])
     sign = (2 * target - 1).to(torch.float64)

@@ -46,6 +46,15 @@ from flint import arb, fmpq
 
 from ..floats import layer_norm
 from ..model import Affine
+from ..reproducible import (
+    gram,
+    matmul,
+    norm,
+    orthonormal_columns,
+    solve,
+    top_eigenvectors,
+    torch_one_thread,
+)
 
 SQRT3 = math.sqrt(3.0)
 E = np.array([[1.0, 1.0], [-1.0, 1.0], [0.0, -2.0]]) / np.array([math.sqrt(2), math.sqrt(6)])
@@ -96,7 +105,7 @@ def boundaries_cyclic(labels: np.ndarray) -> np.ndarray:
 
 def plane(H: np.ndarray) -> np.ndarray:
     """Plane coordinates ``E^T h`` of layer outputs, scaled to the unit circle (eps = 0)."""
-    return (H @ E) / SQRT3
+    return matmul(H, E) / SQRT3
 
 
 def _score_orders(
@@ -161,23 +170,24 @@ def _first_candidates(X: np.ndarray, y: np.ndarray, rng: np.random.Generator, co
         Qs.append(np.array([[1.0, 0.0]]))
     else:
         # least squares directions (Fisher-like) and principal directions
+        # (BLAS-free: :mod:`lncapacity.reproducible`, so that every machine starts alike)
         k = int(y.max()) + 1
+        A = np.c_[Xc, np.ones(m)]
+        G = gram(A)
+        G += np.eye(d + 1) * (1e-9 * np.trace(G) / (d + 1) + 1e-300)  # ridge: any rank
+        targets = np.where(y == 1, 1.0, -1.0)[:, None] if k == 2 else np.eye(k)[y]
+        B = solve(G, np.stack([(A * c[:, None]).sum(axis=0) for c in targets.T], axis=1))
         if k == 2:
-            t = np.where(y == 1, 1.0, -1.0)
-            w, *_ = np.linalg.lstsq(np.c_[Xc, np.ones(m)], t, rcond=None)
-            w = w[:d] / (np.linalg.norm(w[:d]) or 1.0)
-            _, _, Vt = np.linalg.svd(Xc - np.outer(Xc @ w, w), full_matrices=False)
-            Qs.append(np.c_[w, Vt[0]])
+            w = B[:d, 0] / (norm(B[:d, 0]) or 1.0)
+            V = top_eigenvectors(gram(Xc - np.outer(matmul(Xc, w), w)), 2)
+            Qs.append(np.c_[w, V[:, 0]])
             if d > 2:
-                Qs.append(np.c_[w, Vt[1]])
+                Qs.append(np.c_[w, V[:, 1]])
         else:  # the plane of the two leading discriminant directions (one-hot targets)
-            B, *_ = np.linalg.lstsq(np.c_[Xc, np.ones(m)], np.eye(k)[y], rcond=None)
-            U, _, _ = np.linalg.svd(B[:d], full_matrices=False)
-            Qs.append(U[:, :2] if U.shape[1] > 1 else np.c_[U[:, 0], np.roll(U[:, 0], 1)])
-        _, _, V0 = np.linalg.svd(Xc, full_matrices=False)
-        Qs.append(V0[:2].T)
+            Qs.append(top_eigenvectors(matmul(B[:d], B[:d].T), 2))
+        Qs.append(top_eigenvectors(gram(Xc), 2))
         while len(Qs) < count:
-            Qs.append(np.linalg.qr(rng.standard_normal((d, 2)))[0])
+            Qs.append(orthonormal_columns(rng.standard_normal((d, 2))))
     return [Q / scale for Q in Qs]
 
 
@@ -188,7 +198,7 @@ def _first_layer(
     out = []
     d = X.shape[1]
     for Q in _first_candidates(X, y, rng, 1 if d == 1 else 12):
-        Z = X @ Q
+        Z = matmul(X, Q)
         lo, hi = Z.min(axis=0), Z.max(axis=0)
         span = float(np.max(hi - lo)) or 1.0
         mid = (lo + hi) / 2
@@ -368,8 +378,11 @@ def _moebius(t: np.ndarray, s: np.ndarray) -> np.ndarray:
         u, v = p[1] - p[2], p[1] - p[0]
         return np.array([[u, -p[0] * u], [v, -p[2] * v]])
 
-    # matrices act on (t, 1) as column (numerator, denominator)
-    F = np.linalg.solve(to_std(s), to_std(t))
+    # matrices act on (t, 1) as column (numerator, denominator); F = S^-1 T, by the
+    # adjugate (no LAPACK: the same bits on every machine)
+    S, T = to_std(s), to_std(t)
+    adjugate = np.array([[S[1, 1], -S[0, 1]], [-S[1, 0], S[0, 0]]])
+    F = matmul(adjugate, T) / (S[0, 0] * S[1, 1] - S[0, 1] * S[1, 0])
     a, b, c, d = F[0, 0], F[0, 1], F[1, 0], F[1, 1]
     M = np.array([[d, c], [b, a]])
     return M / np.abs(M).max()
@@ -399,7 +412,7 @@ def _spread(rel: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
         if not (src[0] < src[1] < src[2]):
             continue
         M = _moebius(src, np.tan(np.array([-TARGET, 0.0, TARGET])))
-        V = np.c_[np.cos(rel), np.sin(rel)] @ M.T
+        V = matmul(np.c_[np.cos(rel), np.sin(rel)], M.T)
         if np.median(V[:, 0]) < 0:
             M, V = -M, -V
         new = np.arctan2(V[:, 1], V[:, 0])
@@ -466,11 +479,12 @@ def _children(
         rel = (a - base + math.pi) % (2 * math.pi) - math.pi
         M, _ = _spread(rel, y)
         c, s_ = math.cos(base), math.sin(base)
-        Mq = M @ np.array([[c, s_], [-s_, c]])  # rotate -q to angle 0, then spread
-        s = _scaled((P - q) @ Mq.T, eps)
+        Mq = matmul(M, np.array([[c, s_], [-s_, c]]))  # rotate -q to angle 0, then spread
+        s = _scaled(matmul(P - q, Mq.T), eps)
         # h = sqrt(3) E x, so x = E^T h / sqrt(3):  P (W h + c) = s E Mq (x - q)
+        EMq = matmul(E, Mq)
         layer = _affine(
-            s * E @ Mq @ E.T / SQRT3, -s * E @ Mq @ q, {"kind": "circle", "boundaries": b}
+            matmul(s * EMq, E.T) / SQRT3, matmul(-s * EMq, q), {"kind": "circle", "boundaries": b}
         )
         H, theta, err = _carry(st.H, *_floats(layer), eps, st.err)
         bb, gg, _ = _score_orders(theta[None, :], y, cyclic=True, err=err)
@@ -495,18 +509,19 @@ def _carry(
     measured by a finite turn of the inputs: near a pole that saturates at ``pi`` over
     the turn, and NumPy and PyTorch then put points half a circle apart where the bound
     said ``2^-17``.)"""
-    Z = H @ W.T + b
+    Z = matmul(H, W.T) + b
     out = layer_norm(Z, eps)
     theta = np.arctan2(*(plane(out)).T[::-1])
-    P = Z @ E
+    P = matmul(Z, E)
     size = np.linalg.norm(P, axis=1)  # |z - mean z|: E is an orthonormal basis of the plane
     fresh = ROUNDING * _condition(H, W, b, size)
     if err is None:
         return out, theta, np.minimum(np.maximum(fresh, ROUNDING_FIRST), math.pi)
-    c = H @ E  # the inputs in the plane (radius |h|)
-    tangent = np.c_[-c[:, 1], c[:, 0]] @ E.T
-    D = (tangent @ W.T) @ E * err[:, None]
-    q = np.linalg.norm(W, 2) * np.linalg.norm(c, axis=1) * err * err / 2
+    c = matmul(H, E)  # the inputs in the plane (radius |h|)
+    tangent = matmul(np.c_[-c[:, 1], c[:, 0]], E.T)
+    D = matmul(matmul(tangent, W.T), E) * err[:, None]
+    # the Frobenius norm bounds the operator norm ||W|| (and needs no LAPACK)
+    q = norm(W) * np.linalg.norm(c, axis=1) * err * err / 2
     perp = np.abs(P[:, 0] * D[:, 1] - P[:, 1] * D[:, 0]) / size
     room = size - np.linalg.norm(D, axis=1) - q
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -518,7 +533,7 @@ def _condition(H: np.ndarray, W: np.ndarray, b: np.ndarray, centred: np.ndarray)
     """Per point, how much float64 rounding of ``z = W h + b`` can turn its angle, in ulps:
     ``| |W| |h| + |b| | / |z - mean z|`` (``centred``: the denominator; cancellation near a
     pole is what makes it large)."""
-    size = np.abs(H) @ np.abs(W).T + np.abs(b)
+    size = matmul(np.abs(H), np.abs(W).T) + np.abs(b)
     return np.linalg.norm(size, axis=1) / centred
 
 
@@ -570,8 +585,11 @@ def search(
     states = []
     for b, gap, Q, q in _first_layer(X, y, rng, beam, 256):
         M = np.eye(2)
-        s = _scaled((X @ Q - q) @ M.T, eps)
-        layer = _affine(s * E @ M @ Q.T, -s * E @ M @ q, {"kind": "circle-first", "boundaries": b})
+        s = _scaled(matmul(matmul(X, Q) - q, M.T), eps)
+        EM = matmul(E, M)
+        layer = _affine(
+            matmul(s * EM, Q.T), matmul(-s * EM, q), {"kind": "circle-first", "boundaries": b}
+        )
         H, _, err = _carry(X, *_floats(layer), eps)
         states.append(State(H, [layer], b, gap, err=err))
     if warm and X.shape[1] > 1:
@@ -662,7 +680,7 @@ def handoff_read(H: np.ndarray) -> np.ndarray | None:
     if arc > HANDOFF_ARC:
         return None
     mu = float(theta[(i + 1) % len(theta)]) + arc / 2
-    return E @ np.array([-math.sin(mu), math.cos(mu)]) / SQRT3
+    return matmul(E, np.array([-math.sin(mu), math.cos(mu)])) / SQRT3
 
 
 def finish(st: State, y: np.ndarray) -> float:
@@ -677,7 +695,7 @@ def finish(st: State, y: np.ndarray) -> float:
         elif a is None or st.gap < HANDOFF_GAP or np.max(st.err) > HANDOFF_ERR:
             st.finish = math.inf
         else:
-            lab = y[np.argsort(st.H @ a, kind="stable")]
+            lab = y[np.argsort(matmul(st.H, a), kind="stable")]
             st.finish = len(st.layers) + max(0, 1 + int((lab[1:] != lab[:-1]).sum()) - k)
     return st.finish
 
@@ -703,10 +721,8 @@ def _trained_starts(
         return []
     mu = X.mean(axis=0)
     sd = float(np.abs(X - mu).max()) or 1.0
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # see floats._forward_torch: forked workers must not hang
     out = []
-    try:
+    with torch_one_thread(torch):
         Xs = torch.tensor((X - mu) / sd, dtype=torch.float64)
         k = int(y.max()) + 1
         sign = torch.tensor(np.where(y == 1, 1.0, -1.0), dtype=torch.float64)
@@ -750,8 +766,8 @@ def _trained_starts(
                 W = params[2 * i].detach().numpy().copy()
                 b = params[2 * i + 1].detach().numpy().copy()
                 if i == 0:  # undo the standardisation: W (x - mu) / sd + b
-                    W, b = W / sd, b - W @ mu / sd
-                G = (H @ W.T + b) @ E
+                    W, b = W / sd, b - matmul(W, mu) / sd
+                G = matmul(matmul(H, W.T) + b, E)
                 s = _scaled(G, eps)
                 layer = _affine(s * W, s * b, {"kind": "trained"})
                 H, theta, err = _carry(H, *_floats(layer), eps, err)
@@ -760,8 +776,6 @@ def _trained_starts(
             for layer in layers:
                 layer.meta["boundaries"] = int(bb[0])  # type: ignore[index]
             out.append(State(H, layers, int(bb[0]), float(gg[0]), err=err))
-    finally:
-        torch.set_num_threads(threads)
     return out
 
 
@@ -818,11 +832,11 @@ def polygon(H: np.ndarray, y: np.ndarray) -> Affine[fmpq] | None:
             hi += 2 * math.pi
         c = int(lab[(ch[j] + 1) % len(lab)])  # the label of the arc after cut j
         mid, half = (lo + hi) / 2, (hi - lo) / 2
-        W[c] = E @ np.array([math.cos(mid), math.sin(mid)]) / SQRT3
+        W[c] = matmul(E, np.array([math.cos(mid), math.sin(mid)])) / SQRT3
         b[c] = -math.cos(half)
     layer = _affine(W, b, {"kind": "arcs", "cuts": [float(g) for g in cuts]})
     Wf, bf = _floats(layer)
-    if not (np.argmax(H @ Wf.T + bf, axis=1) == y).all():
+    if not (np.argmax(matmul(H, Wf.T) + bf, axis=1) == y).all():
         return None
     return layer
 
@@ -846,8 +860,8 @@ def chord(H: np.ndarray, y: np.ndarray) -> Affine[fmpq] | None:
     if beta < alpha:
         beta += 2 * math.pi
     mid = (alpha + beta) / 2
-    a = E @ np.array([math.cos(mid), math.sin(mid)])
-    sc = H @ a
+    a = matmul(E, np.array([math.cos(mid), math.sin(mid)]))
+    sc = matmul(H, a)
     lo, hi = float(sc[y == 0].max()), float(sc[y == 1].min())
     if not lo < hi:
         return None
@@ -1030,7 +1044,7 @@ def build_circle(
     )
     if isinstance(chosen, np.ndarray):  # a read: runs finishes
         read = tuple(fmpq(*float(v).as_integer_ratio()) for v in chosen)
-        values = [fmpq(*float(v).as_integer_ratio()) for v in st.H @ chosen]
+        values = [fmpq(*float(v).as_integer_ratio()) for v in matmul(st.H, chosen)]
         meta["handoff"] = f"runs after {len(layers)} circle layers"
         if note := getattr(progress, "note", None):
             note(f"circle: {len(layers)} layers leave {st.boundaries} boundaries; runs finishes")

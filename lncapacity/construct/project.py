@@ -25,6 +25,7 @@ every candidate).
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterator, Sequence
 
@@ -32,6 +33,7 @@ import numpy as np
 from flint import fmpq
 
 from ..errors import ConstructionError
+from ..reproducible import gram, matmul, norm, solve, top_eigenvectors
 
 DATA_BITS = (4, 10, 24)
 """Dyadic precisions (bits after the point, largest entry scaled to 1) of the data-driven
@@ -84,7 +86,7 @@ def project(
     labels = np.asarray(y)
     if d > 1:
         W += _data_directions(Xf, labels)
-    P = Xf @ _floats(W).T
+    P = matmul(Xf, _floats(W).T)
 
     def rank(k: int) -> tuple[bool, int, bool, bool, float]:
         # the fixed candidates first when they do as well (earlier nets unchanged), then
@@ -111,8 +113,11 @@ def _data_directions(Xf: np.ndarray, y: np.ndarray) -> list[tuple[fmpq, ...]]:
 
     In float64 (a heuristic: every candidate is checked exactly by :func:`project`):
     the data are centred and scaled per coordinate, the within-class scatter ``S_w``
-    (regularised by ``1e-9`` of its trace) and the between-class scatter ``S_b`` give
-    the generalised eigenvectors of ``S_b w = lambda S_w w``, largest first.
+    (regularised by ``1e-9`` of its trace) and the between-class scatter
+    ``S_b = M M^T`` (``M``: the class means, each times the square root of its count)
+    give the generalised eigenvectors of ``S_b w = lambda S_w w``, largest first: the
+    ``w = S_w^-1 M a`` for the eigenvectors ``a`` of ``M^T S_w^-1 M`` (BLAS-free, by
+    :mod:`lncapacity.reproducible`, so that every machine finds the same directions).
     """
     m, d = Xf.shape
     classes = np.unique(y)
@@ -123,22 +128,22 @@ def _data_directions(Xf: np.ndarray, y: np.ndarray) -> list[tuple[fmpq, ...]]:
     sd[sd == 0] = 1.0
     Z = (Xf - mu) / sd
     Sw = np.zeros((d, d))
-    Sb = np.zeros((d, d))
-    for c in classes:
+    M = np.zeros((d, len(classes)))
+    for j, c in enumerate(classes):
         Zc = Z[y == c]
         mc = Zc.mean(axis=0)
-        Sw += (Zc - mc).T @ (Zc - mc)
-        Sb += len(Zc) * np.outer(mc, mc)
+        Sw += gram(Zc - mc)
+        M[:, j] = math.sqrt(len(Zc)) * mc
     Sw += np.eye(d) * (1e-9 * np.trace(Sw) + 1e-300)
     try:
-        L = np.linalg.cholesky(Sw)
-        Li = np.linalg.inv(L)
-        vals, vecs = np.linalg.eigh(Li @ Sb @ Li.T)
+        SiM = solve(Sw, M)
     except np.linalg.LinAlgError:
         return []
+    K = matmul(M.T, SiM)
     out: list[tuple[fmpq, ...]] = []
     count = min(DATA_DIRECTIONS, len(classes) - 1, d)
-    directions = [Li.T @ vecs[:, t] / sd for t in np.argsort(vals)[::-1][:count]]
+    A = top_eigenvectors((K + K.T) / 2, count)
+    directions = [matmul(SiM, A[:, t]) / sd for t in range(count)]
     if len(classes) > 2 and directions and np.isfinite(directions[0]).all():
         directions.append(_fewer_runs(directions[0], Xf, y))
     for u in directions:
@@ -165,13 +170,13 @@ def _fewer_runs(u: np.ndarray, Xf: np.ndarray, y: np.ndarray, seed: int = 0) -> 
     rng = np.random.default_rng(seed)
     scale = Xf.std(axis=0)
     scale[scale == 0] = 1.0
-    u = u / np.linalg.norm(u * scale)
-    best = _float_score(Xf @ u, y)
+    u = u / norm(u * scale)
+    best = _float_score(matmul(Xf, u), y)
     step, fails = 0.3, 0
     for _ in range(trials):
         v = u + step * rng.standard_normal(len(u)) / scale
-        v = v / np.linalg.norm(v * scale)
-        score = _float_score(Xf @ v, y)
+        v = v / norm(v * scale)
+        score = _float_score(matmul(Xf, v), y)
         if score < best:
             u, best, fails = v, score, 0
         else:
@@ -189,14 +194,14 @@ def _tie_broken(w: np.ndarray, bits: int, Xf: np.ndarray) -> tuple[fmpq, ...]:
     power of two below a quarter of the smallest nonzero gap of ``w . x`` over the
     spread of ``v . x``: the order ``w`` already makes is kept.
     """
-    t = np.sort(Xf @ w)
+    t = np.sort(matmul(Xf, w))
     gaps = np.diff(t)
     exact = [fmpq(int(x), 1 << bits) for x in np.round(w * 2.0**bits)]
     if gaps.size == 0 or gaps.min() > 0:
         return tuple(exact)
     positive = gaps[gaps > 0]
     v = np.arange(1, len(w) + 1, dtype=float)
-    spread = float(np.ptp(Xf @ v)) or 1.0
+    spread = float(np.ptp(matmul(Xf, v))) or 1.0
     if positive.size == 0:
         return tuple(exact)
     e = int(np.floor(np.log2(positive.min() / (4 * spread))))

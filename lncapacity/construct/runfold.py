@@ -43,6 +43,7 @@ from ..arith import lower_bound_float, precision, to_float
 from ..errors import ConstructionError
 from ..fileformat import read_vector
 from ..floats import layer_norm
+from ..reproducible import matmul
 from .fold import Chain, FoldStep, fold_layer, reversal
 from .pma import Progress, power_of_two_near
 
@@ -279,11 +280,11 @@ class FloatShadow:
                 layer = fold_layer(self.read, step)
                 W = np.array([[to_float(w) for w in row] for row in layer.W])
                 b = np.array([to_float(v) for v in layer.b])
-                self.h = layer_norm(self.h @ W.T + b, self.eps)
+                self.h = layer_norm(matmul(self.h, W.T) + b, self.eps)
                 self.h[1:] = self._perturbed(self.h[1:])
                 self.read = read_vector(step.read)
                 self.steps.append(step)
-            p = self.h @ np.array([to_float(a) for a in self.read])
+            p = matmul(self.h, np.array([to_float(a) for a in self.read]))
             return p[0], np.sqrt(((p[1:] - p[0]) ** 2).mean(axis=0))
 
     def enclosures(self, chain: Chain) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
