@@ -110,8 +110,8 @@ def rnd(m, d, k, seed):
 
 cases = {
     "runs": (rnd(300, 3, 2, 0), {}),
-    "circle, 2 classes": (rnd(40, 3, 2, 1), {"method": "circle"}),
-    "circle, 3 classes": (rnd(60, 3, 3, 2), {"method": "circle", "eps": "1e-5"}),
+    "circle, 2 classes": (rnd(30, 3, 2, 1), {"method": "circle"}),
+    "circle, 3 classes": (rnd(30, 3, 3, 2), {"method": "circle", "eps": "1e-5"}),
     "peel": (rnd(80, 3, 3, 3), {"method": "peel"}),
 }
 out = {}
