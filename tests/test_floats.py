@@ -5,7 +5,6 @@ Tests that need PyTorch call ``pytest.importorskip("torch")``; the rest hold wit
 
 from __future__ import annotations
 
-import contextlib
 import math
 import multiprocessing
 import subprocess
@@ -31,6 +30,7 @@ from lncapacity.floats import (
     to_torch,
 )
 from lncapacity.model import Affine, LNNet
+from lncapacity.reproducible import torch_one_thread
 
 EPS = [fmpq(0), fmpq(1, 100000)]
 LINE_X = [[k] for k in range(8)]
@@ -44,17 +44,6 @@ def line_net(request) -> LNNet:
     assert net.depth == 6 and net.eps == request.param
     assert certify(net, LINE_X, LINE_Y).all_certified
     return net
-
-
-@contextlib.contextmanager
-def one_thread(torch):
-    """Run PyTorch directly without starting its OpenMP pool (see test_forked_workers_...)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def q(x: int | str) -> fmpq:
@@ -190,7 +179,8 @@ def test_to_torch_is_linear_and_layernorm_modules(line_net, dtype):
     b = [float(v) for v in line_net.readout.b]
     assert torch.equal(readout.bias, torch.tensor(b, dtype=tdt))
     # the module is what the torch backend runs
-    with torch.no_grad(), one_thread(torch):
+    # one thread: PyTorch's OpenMP pool must not start (see test_forked_workers_...)
+    with torch.no_grad(), torch_one_thread(torch):
         z = model(torch.tensor(LINE_X, dtype=tdt)).numpy()
     assert np.array_equal(z, forward(line_net, LINE_X, f"torch-{dtype}"))
 
