@@ -64,6 +64,25 @@ def shown(value: object, limit: int = 40) -> str:
     return r if len(r) <= limit else f"{r[: limit - 3]}... ({len(r)} characters)"
 
 
+MAX_EPS = fmpq(10) ** 300
+"""The largest LayerNorm ``eps`` taken: the float backends add it to a variance, so it must
+be a float (and an ``eps`` this large leaves every LayerNorm all but linear)."""
+
+
+def epsilon(x: object) -> fmpq:
+    """``x`` as a LayerNorm ``eps``: exact, ``0 <= eps <=`` :data:`MAX_EPS`; ValueError
+    (saying which bound) otherwise."""
+    try:
+        q = exact(x)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"eps must be a finite number: {e}") from None
+    if q < 0:
+        raise ValueError(f"eps must be >= 0, got {shown(x)}")
+    if q > MAX_EPS:
+        raise ValueError(f"eps must be at most 1e300 (float range), got {shown(x)}")
+    return q
+
+
 def exact(x: object) -> fmpq:
     """The exact rational value of ``x``.
 

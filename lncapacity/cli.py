@@ -141,7 +141,7 @@ def _parser() -> argparse.ArgumentParser:
         "peel (three or more classes: one class at a time against the rest, by the binary "
         "runs folds; runs gives way to it)",
     )
-    c.add_argument("--seed", type=int, default=0, help="seed for the choice of projection")
+    c.add_argument("--seed", type=_seed, default=0, help="seed for the choice of projection")
     c.add_argument(
         "--exact",
         action="store_true",
@@ -189,9 +189,14 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--random", type=int, metavar="N", help="N random points (default with --search: L + 3)"
     )
-    s.add_argument("--dim", type=int, default=2, help="dimension of --random points (default 2)")
-    s.add_argument("--seed", type=int, default=0, help="seed of the --random points")
-    s.add_argument("--restarts", type=int, default=16, help="search restarts per labeling")
+    s.add_argument(
+        "--dim",
+        type=_int_in(1, fileformat.MAX_INPUT_DIM),
+        default=2,
+        help="dimension of --random points (default 2)",
+    )
+    s.add_argument("--seed", type=_seed, default=0, help="seed of the --random points")
+    s.add_argument("--restarts", type=_positive, default=16, help="search restarts per labeling")
     output(s, workers=True)
 
     im = sub.add_parser(
@@ -278,14 +283,30 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text[:40]!r}")
-    return n
+def _int_in(lo: int, hi: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer from ``lo`` to ``hi`` (no bound: None), else one line."""
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            n = None
+        if n is None or n < lo or (hi is not None and n > hi):
+            want = (
+                f"an integer from {lo:,} to {hi:,}"
+                if hi is not None
+                else "a positive integer"
+                if lo == 1
+                else f"an integer >= {lo}"
+            )
+            raise argparse.ArgumentTypeError(f"expected {want}, got {text[:40]!r}")
+        return n
+
+    return parse
+
+
+_positive = _int_in(1)
+_seed = _int_in(0, 2**64 - 1)  # NumPy's generators take no negative seed
 
 
 class Interrupted(KeyboardInterrupt):
@@ -949,6 +970,9 @@ def _text(s: dict[str, Any]) -> str:
 
 # --- the theory toolkit: trace (SSR/LSSR per layer) and hessian (LN-G vs LN) -----------------
 
+MAX_SAMPLES = 1000
+"""``hessian --samples``: inputs of each kind (1,000 of each at d = 64: about 30 s)."""
+
 
 def _theory_parsers(sub: Any, output: Callable[..., None]) -> None:
     t = sub.add_parser(
@@ -970,12 +994,21 @@ def _theory_parsers(sub: Any, output: Callable[..., None]) -> None:
         "inputs (Gaussian, sparse, adversarial), computed exactly from the closed form "
         "(proofs/ln_g_hessian.md), with the proposition's bound g (d - 2g)/(d - 2).",
     )
-    h.add_argument("--d", type=int, default=64, help="features (default 64)")
-    h.add_argument("--groups", type=int, default=16, help="LN-G groups, dividing d (default 16)")
+    h.add_argument(
+        "--d", type=_int_in(3, fileformat.MAX_INPUT_DIM), default=64, help="features (default 64)"
+    )
+    h.add_argument(
+        "--groups", type=_positive, default=16, help="LN-G groups, dividing d (default 16)"
+    )
     h.add_argument("--eps", default="0", help="LayerNorm epsilon, exact (default 0)")
     h.add_argument("--no-centre", action="store_true", help="LN-G without centring (RMS groups)")
-    h.add_argument("--samples", type=int, default=3, help="inputs of each kind (default 3)")
-    h.add_argument("--seed", type=int, default=0)
+    h.add_argument(
+        "--samples",
+        type=_int_in(1, MAX_SAMPLES),
+        default=3,
+        help=f"inputs of each kind (default 3, at most {MAX_SAMPLES})",
+    )
+    h.add_argument("--seed", type=_seed, default=0)
     h.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
 
 
@@ -1041,23 +1074,17 @@ def _enclosure(x: Any) -> tuple[str, str]:
 def cmd_hessian(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from .arith import format_rational, parse_rational
+    from .arith import epsilon, format_rational
     from .theory.hessian import KINDS, ln_hessian, ratio_lower_bound, sample_input
     from .theory.reals import decimal
 
     d, g = args.d, args.groups
-    if d < 3:
-        raise InputError("--d must be at least 3 (LayerNorm of 2 features is locally constant)")
-    if g < 1 or d % g:
+    if d % g:
         raise InputError(f"--groups {g} must divide --d {d}")
-    if args.samples < 1:
-        raise InputError("--samples must be at least 1")
     try:
-        eps = parse_rational(args.eps, decimals=True)
+        eps = epsilon(args.eps)
     except ValueError as e:
         raise InputError(f"--eps: {e}") from None
-    if eps < 0:
-        raise InputError("--eps must be >= 0")
     centre = not args.no_centre
     bound = ratio_lower_bound(d, g) if d // g >= 3 else None
     rng = np.random.default_rng([args.seed, d, g])

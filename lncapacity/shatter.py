@@ -47,7 +47,7 @@ from typing import Any
 from flint import fmpq
 
 from . import __version__
-from .arith import exact, format_rational, json_float, parse_rational, shown
+from .arith import epsilon, exact, format_rational, json_float, parse_rational, shown
 from .certify import certify
 from .data import PointSet
 from .errors import InputError
@@ -235,9 +235,9 @@ def shatter(
             f"depth {depth} takes {depth + 2} points, beyond the limit of {MAX_POINTS}"
         )
     try:
-        eps_q = exact(eps)
-    except (ValueError, TypeError) as e:
-        raise InputError(f"eps must be a finite number: {e}") from None
+        eps_q = epsilon(eps)
+    except ValueError as e:
+        raise InputError(str(e)) from None
     try:
         points = default_points(depth) if X is None else [tuple(exact(v) for v in x) for x in X]
     except (ValueError, TypeError) as e:

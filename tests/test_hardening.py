@@ -494,6 +494,32 @@ def test_workers_must_be_positive(tmp_path):
     assert "Traceback" not in p.stderr and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["hessian", "--eps", "1e400"], "--eps: eps must be at most 1e300"),
+        (["hessian", "--seed", "-1"], "--seed: expected an integer from 0"),
+        (["hessian", "--d", "1e21"], "--d: expected an integer from 3 to 100,000"),
+        (["hessian", "--d", "100000000000000000000"], "--d: expected an integer from 3"),
+        (["hessian", "--samples", "1000000000000"], "--samples: expected an integer from 1"),
+        (["hessian", "--groups", "0"], "--groups: expected a positive integer"),
+        (["certify", "d.csv", "--eps", "1e400", "--out", "n.json"], "at most 1e300"),
+        (["certify", "d.csv", "--seed", "-1", "--out", "n.json"], "--seed: expected"),
+        (["certify", "d.csv", "--method", "circle", "--seed", "-5", "--out", "n.json"], "--seed"),
+        (["shatter", "--depth", "1", "--random", "3", "--dim", "10" + "0" * 10], "--dim"),
+        (["shatter", "--depth", "1", "--search", "--restarts", "0"], "--restarts"),
+        (["shatter", "--depth", "1", "--eps", "1e400"], "at most 1e300"),
+    ],
+)
+def test_options_out_of_range_are_refused_before_any_work(tmp_path, args, fragment):
+    """Issue 28, item 5: option values a command cannot use (a seed NumPy refuses, an eps
+    beyond the float range, sizes beyond the limits) exit 2 with one message, not 1."""
+    (tmp_path / "d.csv").write_text(XOR, encoding="utf-8")
+    p = run(args, tmp_path)
+    assert p.returncode == 2 and fragment in p.stderr, p.stderr[-500:]
+    assert "Traceback" not in p.stderr and sorted(f.name for f in tmp_path.iterdir()) == ["d.csv"]
+
+
 def test_readout_scaled_by_10_400_certifies(runs):
     r = runs["readout-10^400"]
     assert r.proc.returncode == 0, r.proc.stderr

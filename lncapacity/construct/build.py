@@ -17,7 +17,7 @@ import numpy as np
 from flint import fmpq
 
 from .. import __version__
-from ..arith import dyadic_between, exact
+from ..arith import dyadic_between, epsilon
 from ..data import PointSet, points_from_arrays
 from ..errors import InputError
 from ..explain import named_labels
@@ -339,12 +339,9 @@ def _normalise(
 
 def _eps(eps: object) -> fmpq:
     try:
-        q = exact(eps)
-    except ValueError:
-        raise InputError(f"eps must be a finite number, got {eps!r}") from None
-    if q < 0:
-        raise InputError(f"eps must be >= 0, got {eps}")
-    return q
+        return epsilon(eps)
+    except ValueError as e:
+        raise InputError(str(e)) from None
 
 
 def _zeros(read: Sequence[fmpq]) -> tuple[fmpq, ...]:
