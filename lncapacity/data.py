@@ -44,6 +44,11 @@ _INT_LABEL = re.compile(r"[+-]?[0-9]{1,4000}")  # int() refuses more than 4300 d
 """Integer literals (ASCII digits): in files, labels that all are one are read as ints."""
 _NUMERIC = "biuf"  # numpy dtype kinds accepted as coordinates (bools count as 0/1)
 
+MAX_ARRAY_BYTES = 16 * 2**20
+"""The largest array of an ``.npy`` or ``.npz`` input, in bytes after decompression, checked
+from its header before it is read: 2 million float64 numbers (a million points in the plane),
+about 5 s and 0.5 GB as exact points, like a CSV of that size."""
+
 
 @dataclass(frozen=True)
 class PointSet:
@@ -336,6 +341,12 @@ def _npy_header_fits(f: Any, available: int, name: str, npz: bool = False) -> No
     need = count * dtype.itemsize
     if dtype.hasobject:
         raise InputError(f"{name} {_OBJECTS}" if npz else f"{name}: {_OBJECTS}")
+    if need > MAX_ARRAY_BYTES:  # before inflating: a few KB of zeros can deflate to gigabytes
+        raise _err(
+            name,
+            f"the array has shape {tuple(shape)} ({need:,} bytes), beyond the limit of "
+            f"{MAX_ARRAY_BYTES:,} bytes for an array read as points",
+        )
     if need > available - (f.tell() - start):
         raise _err(
             name,
@@ -459,7 +470,7 @@ def _exact_rows(X: np.ndarray, prefix: str | None) -> list[tuple[fmpq, ...]]:
     """The exact value of every entry of a 2-D array, row by row."""
     kind = X.dtype.kind
     if kind in "biu":
-        return [tuple(exact(int(v)) for v in row) for row in X.tolist()]
+        return [tuple(fmpq(int(v)) for v in row) for row in X.tolist()]
     if kind == "f":
         finite = np.isfinite(X)
         if not finite.all():
@@ -468,7 +479,8 @@ def _exact_rows(X: np.ndarray, prefix: str | None) -> list[tuple[fmpq, ...]]:
             first = f"non-finite value {float(X[r, c])!r} at row {r}, column {c}"
             raise _first_of(prefix, "row", [(r, first), *((int(i), "") for i in rs[1:])])
         if X.dtype.itemsize <= 8:  # float16/32/64 widen to float64 exactly
-            return [tuple(exact(v) for v in row) for row in X.astype(np.float64).tolist()]
+            rows = X.astype(np.float64).tolist()
+            return [tuple(fmpq(*v.as_integer_ratio()) for v in row) for row in rows]
         return [tuple(_exact_np_float(v) for v in row) for row in X]
     rows, bad = [], []
     for r, row in enumerate(X):
@@ -573,15 +585,18 @@ def _build(
             f"labels mix numbers and strings: {unit} {places[a]} has {_show(labels[a])}"
             f" but {unit} {places[b]} has {_show(labels[b])}",
         )
-    index: dict[tuple[fmpq, ...], int] = {}
+    # keyed by numerators and denominators (fmpq is in lowest terms): an fmpq's own hash
+    # goes through fractions.Fraction, five times slower
+    index: dict[tuple[tuple[Any, Any], ...], int] = {}
     X: list[tuple[fmpq, ...]] = []
     y: list[Label] = []
     origins: list[list[int]] = []
     conflicts: list[tuple[int, str]] = []
     for point, label, place in zip(points, labels, places, strict=True):
-        k = index.get(point)
+        key = tuple((v.p, v.q) for v in point)
+        k = index.get(key)
         if k is None:
-            index[point] = len(X)
+            index[key] = len(X)
             X.append(point)
             y.append(label)
             origins.append([place])

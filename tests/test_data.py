@@ -430,3 +430,46 @@ def test_arrays_read_number_strings_as_csv_does():
     ps = points_from_arrays([["0.1", "3/4"], [Fraction(1, 3), " -2e-1 "]], [0, 1])
     assert list(ps.X) == [(fmpq(1, 10), fmpq(3, 4)), (fmpq(1, 3), fmpq(-1, 5))]
     assert list(points_from_arrays(np.array([["0.1", "1"]]), [0]).X) == [(fmpq(1, 10), fmpq(1))]
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".npy"])
+def test_arrays_beyond_the_size_limit_are_refused_before_they_are_inflated(
+    tmp_path, suffix, monkeypatch
+):
+    """Issue 28, item 10: 60 KB of deflated zeros claim 2 million rows (48 MB): refused from
+    the header, at once, with the limit named; an array of exactly the limit loads."""
+    from lncapacity import data
+
+    MAX_ARRAY_BYTES = data.MAX_ARRAY_BYTES
+    rows = 2_000_000
+    path = tmp_path / f"zeros{suffix}"
+    if suffix == ".npz":
+        np.savez_compressed(path, X=np.zeros((rows, 3)), y=np.zeros(rows, dtype=np.int64))
+        assert path.stat().st_size < 100_000
+    else:
+        np.save(path, np.zeros((600_000, 4)))  # 19 MB on disk
+    with pytest.raises(InputError, match=f"beyond the limit of {MAX_ARRAY_BYTES:,} bytes"):
+        load_points(path)
+    monkeypatch.setattr(data, "MAX_ARRAY_BYTES", 1024)
+    n = 64  # X of 2 float64 columns: exactly 1024 bytes
+    X = np.arange(2 * n, dtype=np.float64).reshape(n, 2) / 4
+    np.savez_compressed(tmp_path / "fits.npz", X=X, y=np.arange(n) % 2)
+    points = load_points(tmp_path / "fits.npz")
+    assert points.m == n and points.X[-1] == (fmpq(2 * n - 2, 4), fmpq(2 * n - 1, 4))
+    np.savez_compressed(tmp_path / "over.npz", X=np.zeros((n + 1, 2)), y=np.zeros(n + 1))
+    with pytest.raises(InputError, match="beyond the limit of 1,024 bytes"):
+        load_points(tmp_path / "over.npz")
+
+
+def test_array_points_are_exact_and_duplicates_merged(tmp_path):
+    """The fast paths (a float's integer ratio, points keyed by numerator and denominator)
+    give the exact values and merge equal points as before."""
+    X = np.array([[0.1, -3.0], [1e-300, 2.0**60], [0.1, -3.0]], dtype=np.float64)
+    points = points_from_arrays(X, np.array([1, 0, 1]))
+    assert points.X == (
+        (fmpq(*(0.1).as_integer_ratio()), fmpq(-3)),
+        (fmpq(*(1e-300).as_integer_ratio()), fmpq(2**60)),
+    )
+    assert points.origins == ((0, 2), (1,))
+    ints = points_from_arrays(np.array([[2, -7], [2, -7]], dtype=np.int8), np.array([0, 0]))
+    assert ints.X == ((fmpq(2), fmpq(-7)),) and ints.origins == ((0, 1),)
