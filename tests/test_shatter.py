@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from flint import fmpq
+from forgery import unfold
 
 import lncapacity
 from lncapacity import InputError
@@ -179,28 +180,6 @@ def test_written_histogram_in_numeric_order_beyond_nine_folds(tmp_path):
 # ---------------------------------------------------------------------------
 # records whose LayerNorms have gains and biases (issue 28): the complement is certified on the
 # record's whole net, readout rows swapped, never on the net with its gains and biases dropped
-
-
-def unfold(net, norms):
-    """A net with the LayerNorm gains and biases ``norms`` that computes exactly what ``net`` does.
-
-    Each gain and bias is undone in the next map (``W' = W diag(1/g)``, ``b' = b - W' beta``),
-    so folding it (:meth:`LNNet.folded`) gives back ``net``'s weights.
-    """
-    maps = [*net.layers, net.readout]
-    for i, norm in enumerate(norms):
-        a = maps[i + 1]
-        W = a.W
-        if norm.gain is not None:
-            W = tuple(tuple(w / g for w, g in zip(row, norm.gain, strict=True)) for row in W)
-        b = a.b
-        if norm.bias is not None:
-            b = tuple(
-                bi - sum((w * c for w, c in zip(row, norm.bias, strict=True)), fmpq(0))
-                for row, bi in zip(W, b, strict=True)
-            )
-        maps[i + 1] = replace(a, W=W, b=b)
-    return replace(net, layers=tuple(maps[:-1]), readout=maps[-1], norms=tuple(norms))
 
 
 def q(*xs):
