@@ -40,7 +40,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +61,7 @@ from .fileformat import (
     to_dict,
     to_gadget,
 )
-from .model import Affine, LNNet
+from .model import LNNet
 from .parallel import imap
 
 FORMAT = "lnnet-shatter/1"
@@ -148,17 +148,15 @@ def _point_set(X: Sequence[tuple[fmpq, ...]], y: Sequence[int]) -> PointSet:
 
 
 def _swapped(net: LNNet[fmpq]) -> LNNet[fmpq]:
-    """The same net with the two readout rows exchanged: every prediction flips."""
+    """The same net with the two readout rows exchanged: every prediction flips.
+
+    Only the readout's rows differ; every other part of the net (LayerNorm gains and biases,
+    widths, algebraic weights, metadata) is kept, so the complement is certified on the net the
+    record describes.
+    """
     r = net.readout
-    return LNNet(
-        net.input_dim,
-        net.width,
-        net.eps,
-        net.layers,
-        Affine(tuple(reversed(r.W)), tuple(reversed(r.b))),
-        net.classes,
-        net.meta,
-    )
+    # replace, not a field-by-field rebuild: a part added to LNNet later is carried over too
+    return replace(net, readout=replace(r, W=tuple(reversed(r.W)), b=tuple(reversed(r.b))))
 
 
 def _margins(net: LNNet[fmpq], X: Sequence[tuple[fmpq, ...]], y: Sequence[int]) -> list[float]:

@@ -23,7 +23,7 @@ import re
 import tempfile
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -52,7 +52,9 @@ def number(text: Any) -> Fraction:
     return Fraction(int(p), int(q or 1))
 
 
-def mp(q: Fraction) -> mpmath.mpf:
+def mp(q: Fraction | mpmath.mpf) -> mpmath.mpf:
+    if isinstance(q, mpmath.mpf):  # an algebraic weight, already evaluated
+        return q
     return mpmath.mpf(q.numerator) / q.denominator
 
 
@@ -64,6 +66,8 @@ class Net:
     classes: list[Any]
     width: int
     input_dim: int
+    norms: list[tuple[list[Fraction] | None, list[Fraction] | None]] = field(default_factory=list)
+    """Each LayerNorm's (gain, bias), lnnet/1.1 "ln-affine"; empty when none has one."""
 
 
 def scores(net: Net, x: list[Fraction]) -> list[mpmath.mpf]:
@@ -71,7 +75,7 @@ def scores(net: Net, x: list[Fraction]) -> list[mpmath.mpf]:
     with mpmath.workdps(DIGITS):
         h = [mp(v) for v in x]
         eps = mp(net.eps)
-        for W, b in net.layers:
+        for i, (W, b) in enumerate(net.layers):
             y = [
                 mpmath.fsum(mp(w) * hj for w, hj in zip(row, h, strict=True)) + mp(bi)
                 for row, bi in zip(W, b, strict=True)
@@ -83,6 +87,11 @@ def scores(net: Net, x: list[Fraction]) -> list[mpmath.mpf]:
                 raise Invalid("LayerNorm of a constant vector with eps = 0")
             s = mpmath.sqrt(var + eps)
             h = [ci / s for ci in c]
+            gain, bias = net.norms[i] if net.norms else (None, None)
+            if gain is not None:
+                h = [mp(g) * hj for g, hj in zip(gain, h, strict=True)]
+            if bias is not None:
+                h = [hj + mp(c) for c, hj in zip(bias, h, strict=True)]
         R, r = net.readout
         return [
             mpmath.fsum(mp(w) * hj for w, hj in zip(row, h, strict=True)) + mp(ri)
@@ -102,9 +111,16 @@ def true_margin(net: Net, x: list[Fraction], label: Any) -> mpmath.mpf:
 
 
 def oracle_net(obj: Any) -> Net:
-    """An lnnet/1 object read by the README alone; Invalid if it is not one."""
-    if not isinstance(obj, dict) or obj.get("format") != "lnnet/1":
+    """An lnnet/1 object, or lnnet/1.1 with LayerNorm gains and biases and algebraic weights,
+    read by the README alone; Invalid if it is not one (or needs another feature)."""
+    if not isinstance(obj, dict) or obj.get("format") not in ("lnnet/1", "lnnet/1.1"):
         raise Invalid("not lnnet/1")
+    requires = obj.get("requires", []) if obj["format"] == "lnnet/1.1" else []
+    if not isinstance(requires, list) or not set(requires) <= {"ln-affine", "algebraic"}:
+        raise Invalid("requires")
+    radicals = oracle_radicals(obj.get("radicals")) if "algebraic" in requires else None
+    if radicals is None and "radicals" in obj:
+        raise Invalid("radicals without algebraic")
     n, d = obj.get("width"), obj.get("input_dim")
     if type(n) is not int or type(d) is not int or n < 1 or d < 1:
         raise Invalid("width/input_dim")
@@ -113,6 +129,14 @@ def oracle_net(obj: Any) -> Net:
         raise Invalid("classes")
     if not all(type(c) in (int, str) for c in classes):
         raise Invalid("classes")
+
+    def weight(v: Any) -> Fraction | mpmath.mpf:
+        if radicals is not None and isinstance(v, dict):
+            k = v.get("ref")
+            if set(v) != {"ref"} or type(k) is not int or not 0 <= k < len(radicals):
+                raise Invalid("ref")
+            return radicals[k]
+        return number(v)
 
     def affine(a: Any, rows: int, cols: int) -> tuple[list[list[Fraction]], list[Fraction]]:
         if (
@@ -125,7 +149,18 @@ def oracle_net(obj: Any) -> Net:
             raise Invalid("shape")
         if any(not isinstance(r, list) or len(r) != cols for r in a["W"]):
             raise Invalid("shape")
-        return [[number(w) for w in r] for r in a["W"]], [number(v) for v in a["b"]]
+        return [[weight(w) for w in r] for r in a["W"]], [weight(v) for v in a["b"]]
+
+    def norm(a: dict) -> tuple[list[Fraction] | None, list[Fraction] | None]:
+        ln = a.get("ln")
+        if ln is None:
+            return None, None
+        if "ln-affine" not in requires or not isinstance(ln, dict) or set(ln) - {"gain", "bias"}:
+            raise Invalid("ln")
+        parts = [ln.get(k) for k in ("gain", "bias")]
+        if any(v is not None and (not isinstance(v, list) or len(v) != n) for v in parts):
+            raise Invalid("ln shape")
+        return tuple(None if v is None else [number(x) for x in v] for v in parts)  # type: ignore
 
     layers = obj.get("layers")
     if not isinstance(layers, list):
@@ -136,10 +171,66 @@ def oracle_net(obj: Any) -> Net:
     for a in layers:
         out.append(affine(a, n, fan_in))
         fan_in = n
+    norms = [norm(a) for a in layers]
     eps = number(obj.get("eps"))
     if eps < 0:
         raise Invalid("eps")
-    return Net(out, affine(obj.get("readout"), len(classes), fan_in), eps, classes, n, d)
+    R = affine(obj.get("readout"), len(classes), fan_in)
+    return Net(out, R, eps, classes, n, d, norms if any(map(any, norms)) else [])
+
+
+def oracle_radicals(entries: Any) -> list[mpmath.mpf]:
+    """The values of a radical program (lnnet/1.1 "algebraic") at :data:`DIGITS` digits.
+
+    A root entry is found by bisection of its interval, which must show a sign change (that it
+    is the only root there is the reader's check; the oracle takes the one bisection finds).
+    """
+    if not isinstance(entries, list) or not entries:
+        raise Invalid("radicals")
+    vals: list[mpmath.mpf] = []
+    ops = {"add": "__add__", "sub": "__sub__", "mul": "__mul__", "div": "__truediv__"}
+    with mpmath.workdps(DIGITS + 20):
+        for e in entries:
+            if isinstance(e, str):
+                vals.append(mp(number(e)))
+                continue
+            if not isinstance(e, dict):
+                raise Invalid("radical entry")
+            args = [e.get(k) for k in e if k not in ("lo", "hi")]
+            if len(e) == 1 and next(iter(e)) in ops:
+                i, j = _earlier(args[0], 2, len(vals))
+                if next(iter(e)) == "div" and abs(vals[j]) < TIE:
+                    raise Invalid("division by 0")
+                vals.append(getattr(vals[i], ops[next(iter(e))])(vals[j]))
+            elif set(e) == {"sqrt"}:
+                (i,) = _earlier([e["sqrt"]], 1, len(vals))
+                if not vals[i] > TIE:
+                    raise Invalid("square root of a number <= 0")
+                vals.append(mpmath.sqrt(vals[i]))
+            elif set(e) == {"root", "lo", "hi"} and isinstance(e["root"], list):
+                coeffs = [mp(number(c)) for c in e["root"]]
+                lo, hi = mp(number(e["lo"])), mp(number(e["hi"]))
+
+                def f(x: mpmath.mpf, coeffs: list = coeffs) -> mpmath.mpf:
+                    return mpmath.polyval(coeffs[::-1], x)
+
+                if not lo <= hi or f(lo) * f(hi) > 0:
+                    raise Invalid("no sign change")
+                for _ in range(4 * DIGITS):  # 4 bits a step of 10 digits: far past DIGITS
+                    mid = (lo + hi) / 2
+                    lo, hi = (mid, hi) if f(lo) * f(mid) > 0 else (lo, mid)
+                vals.append((lo + hi) / 2)
+            else:
+                raise Invalid("radical entry")
+    return vals
+
+
+def _earlier(v: Any, count: int, k: int) -> list[int]:
+    """``count`` indices of entries before entry ``k``."""
+    v = v if isinstance(v, list) else [v]
+    if len(v) != count or any(type(i) is not int or not 0 <= i < k for i in v):
+        raise Invalid("operand")
+    return v
 
 
 def net_is_true(obj: Any, X: list[list[Fraction]], y: list[Any]) -> bool:
@@ -199,12 +290,18 @@ def certificate_is_true(text: str) -> bool:
         covered: list[int] = []
         low = mpmath.inf
         for rec in records:
-            if "net" not in rec:
-                return False  # the base certificates have gadget records only
-            net = oracle_gadget(rec["net"], len(X[0]), depth, eps)
-            swapped = Net(
-                net.layers, (net.readout[0][::-1], net.readout[1][::-1]), eps, [0, 1], 3, len(X[0])
-            )
+            if ("net" in rec) == ("lnnet" in rec):
+                return False
+            if "net" in rec:
+                net = oracle_gadget(rec["net"], len(X[0]), depth, eps)
+            else:
+                net = oracle_net(rec["lnnet"])
+                if (net.width, len(net.layers), net.input_dim) != (3, depth, len(X[0])):
+                    return False
+                if net.eps != eps or net.classes != [0, 1]:
+                    return False
+            # the complement's net: the record's net, everything kept, readout rows swapped
+            swapped = replace(net, readout=(net.readout[0][::-1], net.readout[1][::-1]))
             comp = rec["complement"]
             if comp["labeling"] != rec["labeling"] ^ (2**m - 1):
                 return False
@@ -402,10 +499,13 @@ def mutate_certificate(text: str, rng: random.Random) -> tuple[bytes, bool, str]
             "byte",
             "folds",
             "layer-drop",
+            "ln-drop",
+            "ln-scale",
         ]
     )
     gz = False
     rec = rng.choice(records)
+    key = "net" if "net" in rec else "lnnet"  # a gadget record, or an lnnet/1.1 one
     if kind in ("margin-up", "margin-down", "margin-nan"):
         where = rec if rng.random() < 0.5 else rec["complement"]
         i = rng.randrange(len(where["margins"]))
@@ -436,14 +536,17 @@ def mutate_certificate(text: str, rng: random.Random) -> tuple[bytes, bool, str]
         s = summary["summary"]
         key = rng.choice(sorted(s))
         s[key] = rng.choice([0, 1e300, False, True, [], [1], {}, s[key], -1, None])
-    elif kind in ("gadget-nudge", "gadget-sign"):
-        g = rec["net"]
-        spots = [("projection", i) for i in range(len(g["projection"]))]
-        spots += [("layers", i, k) for i, L in enumerate(g["layers"]) for k in L if k != "read"]
-        spots += [("readout", "b", i) for i in range(2)]
-        spots += [
-            ("readout", "W", i, j) for i in range(2) for j in range(len(g["readout"]["W"][0]))
-        ]
+    elif kind in ("gadget-nudge", "gadget-sign"):  # a number of the record's net
+        g = rec[key]
+        if key == "net":
+            spots = [("projection", i) for i in range(len(g["projection"]))]
+            spots += [("layers", i, k) for i, L in enumerate(g["layers"]) for k in L if k != "read"]
+            spots += [("readout", "b", i) for i in range(2)]
+            spots += [
+                ("readout", "W", i, j) for i in range(2) for j in range(len(g["readout"]["W"][0]))
+            ]
+        else:  # weights, biases, LayerNorm gains and biases (algebraic references are not strings)
+            spots = [p for p in _numbers(g) if p[0] != "eps"]
         path = rng.choice(spots)
         q = _frac(_get(g, path))
         if kind == "gadget-nudge":
@@ -451,15 +554,24 @@ def mutate_certificate(text: str, rng: random.Random) -> tuple[bytes, bool, str]
         else:
             _set(g, path, _fmt(-q))
     elif kind == "readout-swap":
-        rec["net"]["readout"]["W"].reverse()
+        rec[key]["readout"]["W"].reverse()
     elif kind == "complement":
         rec["complement"]["labeling"] ^= 1 << rng.randrange(1, len(head["points"]))
     elif kind == "labeling":
         rec["labeling"] += rng.choice([2, -2, 1])
     elif kind == "folds":
         rec["folds"] = rng.choice([0, head["depth"], -1, "x"])
-    elif kind == "layer-drop" and rec["net"]["layers"]:
-        rec["net"]["layers"].pop()
+    elif kind == "layer-drop" and rec[key]["layers"]:
+        rec[key]["layers"].pop()
+    elif kind in ("ln-drop", "ln-scale"):  # a LayerNorm's gain or bias dropped, or a gain halved
+        lns = [L["ln"] for r in records if "lnnet" in r for L in r["lnnet"]["layers"] if "ln" in L]
+        if lns:
+            ln = rng.choice(lns)
+            part = rng.choice(sorted(ln))
+            if kind == "ln-drop":
+                del ln[part]
+            else:
+                ln[part] = [_fmt(_frac(x) / 2) for x in ln[part]]
     out = "".join(json.dumps(x) + "\n" for x in [head, *records, summary])
     data = out.encode()
     if kind in ("gzip-truncate", "gzip-corrupt"):
@@ -595,7 +707,9 @@ def _no_duplicates(pairs: list) -> dict:
 
 
 def shatter_bases(rng: random.Random) -> list[str]:
-    """Genuine shattering certificates: depth 1 and 2, default and random points, eps 0 and 1e-5."""
+    """Genuine shattering certificates: depth 1 and 2, default and random points, eps 0 and 1e-5;
+    and two whose records are lnnet/1.1 nets with LayerNorm gains and biases (see
+    :func:`with_gains`)."""
     from lncapacity.shatter import shatter
 
     out = []
@@ -610,7 +724,102 @@ def shatter_bases(rng: random.Random) -> list[str]:
             path = Path(tmp) / f"s{i}.jsonl"
             shatter(X, depth, eps, out=path, workers=1)
             out.append(path.read_text())
+    out += [with_gains(out[1]), with_gains(out[1], doubling=True)]
     return out
+
+
+def unfold(net: Any, norms: list) -> Any:
+    """A net with the LayerNorm gains and biases ``norms`` that computes exactly what ``net`` does.
+
+    Each gain and bias is undone in the next map (``W' = W diag(1/g)``, ``b' = b - W' beta``),
+    so folding it (``LNNet.folded``) gives back ``net``'s weights.
+    """
+    from flint import fmpq
+
+    maps = [*net.layers, net.readout]
+    for i, norm in enumerate(norms):
+        a = maps[i + 1]
+        W = a.W
+        if norm.gain is not None:
+            W = tuple(tuple(w / g for w, g in zip(row, norm.gain, strict=True)) for row in W)
+        b = a.b
+        if norm.bias is not None:
+            b = tuple(
+                bi - sum((w * c for w, c in zip(row, norm.bias, strict=True)), fmpq(0))
+                for row, bi in zip(W, b, strict=True)
+            )
+        maps[i + 1] = replace(a, W=W, b=b)
+    return replace(net, layers=tuple(maps[:-1]), readout=maps[-1], norms=tuple(norms))
+
+
+def with_gains(text: str, doubling: bool = False) -> str:
+    """A depth-2 certificate of the default points rewritten with lnnet/1.1 records: each net
+    given LayerNorm gains and biases undone in the next map (the same function, so the same
+    margins), and the alternating labeling's net by ``pma --exact`` (algebraic weights).
+
+    Where the readout is a threshold (rows ``r, -r``, biases ``-t, t``) the last LayerNorm gets
+    gain 1/2 and a bias ``beta`` with ``R beta = -b/2``: the net with them dropped has exactly
+    twice the margins, so a verifier that certifies the complement on that net (issue 28)
+    accepts a complement margin inflated by up to 2.  With ``doubling`` that is the only
+    LayerNorm with a gain (and no net is algebraic), so such a verifier accepts the whole file.
+    """
+    from flint import fmpq
+
+    import lncapacity
+    from lncapacity.arith import json_float, parse_rational
+    from lncapacity.fileformat import from_gadget, to_dict
+    from lncapacity.model import Norm
+    from lncapacity.shatter import _margins, _swapped, labels_of
+
+    lines = [json.loads(x) for x in text.splitlines()]
+    head, records = lines[0], lines[1:-1]
+    X = [tuple(parse_rational(v) for v in p) for p in head["points"]]
+    m, mask = len(X), (1 << len(X)) - 1
+    assert head["depth"] == 2 and head["eps"] == "0" and m == 4
+    half = fmpq(1, 2)
+    other = [
+        Norm((fmpq(2), fmpq(-1, 3), fmpq(5, 2)), (half, fmpq(-1), fmpq(3, 7))),
+        Norm((fmpq(1, 5), fmpq(3), fmpq(-7, 4))),
+        Norm(None, (fmpq(-2), fmpq(1, 9), fmpq(4))),
+    ]
+    out = []
+    for i, rec in enumerate(records):
+        k = rec["labeling"]
+        if k == 0b1010 and not doubling:
+            net = lncapacity.build(X, labels_of(k, m), method="pma", exact=True, depth=2)
+        else:
+            net = from_gadget(rec["net"], input_dim=1, eps=fmpq(0), classes=(0, 1))
+        (r0, r1), (b0, b1) = net.readout.W, net.readout.b
+        rr = sum((w * w for w in r0), fmpq(0))
+        if rr and r1 == tuple(-w for w in r0) and b1 == -b0:
+            last = Norm((half,) * 3, tuple(-b0 / 2 * w / rr for w in r0))
+        elif doubling and not rr:  # a constant readout: dropping a gain and bias changes nothing
+            last = Norm((half,) * 3, (fmpq(1), fmpq(2), fmpq(3)))
+        else:
+            assert not doubling, "a readout that is neither a threshold nor constant"
+            last = other[i % 3]
+        gained = unfold(net, [Norm() if doubling else other[(i + 1) % 3], last])
+        comp = k ^ mask
+        # the margins of net, which gained computes exactly (and which has no gains to drop)
+        margins, comp_margins = (
+            [json_float(x) for x in _margins(n, X, labels_of(j, m))]
+            for n, j in ((net, k), (_swapped(net), comp))
+        )
+        out.append(
+            {
+                "labeling": k,
+                "folds": "search",
+                "lnnet": to_dict(gained),
+                "margins": margins,
+                "complement": {"labeling": comp, "margins": comp_margins},
+            }
+        )
+    summary = lines[-1]
+    summary["summary"]["folds_histogram"] = {"search": 2 * len(out)}
+    summary["summary"]["min_margin"] = min(
+        c for r in out for c in (*r["margins"], *r["complement"]["margins"])
+    )
+    return "".join(json.dumps(x) + "\n" for x in [head, *out, summary])
 
 
 def shatter_campaign(

@@ -4,13 +4,34 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
+import os
+import subprocess
+import sys
 from collections import Counter
+from dataclasses import fields, replace
+from pathlib import Path
 
 import pytest
 from flint import fmpq
+from forgery import unfold
 
+import lncapacity
 from lncapacity import InputError
-from lncapacity.shatter import ShatterSummary, labels_of, shatter, verify_shatter
+from lncapacity.algebraic import Radical
+from lncapacity.arith import json_float
+from lncapacity.fileformat import from_dict, from_gadget, to_dict
+from lncapacity.model import Affine, LNNet, Norm
+from lncapacity.shatter import (
+    ShatterSummary,
+    _margins,
+    _swapped,
+    labels_of,
+    shatter,
+    verify_shatter,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("depth", range(7))
@@ -154,3 +175,165 @@ def test_written_histogram_in_numeric_order_beyond_nine_folds(tmp_path):
     tamper(out, text_order)
     assert list(_summary_histogram(out))[:3] == ["0", "1", "10"]
     assert verify_shatter(out, workers=2)[1] == []
+
+
+# ---------------------------------------------------------------------------
+# records whose LayerNorms have gains and biases (issue 28): the complement is certified on the
+# record's whole net, readout rows swapped, never on the net with its gains and biases dropped
+
+
+def q(*xs):
+    return tuple(fmpq(x) if isinstance(x, int) else fmpq(*x) for x in xs)
+
+
+NORMS = [  # a gain and a bias, a gain alone, a bias alone (negative gains included)
+    Norm(q(2, (-1, 3), (5, 2)), q((1, 2), -1, (3, 7))),
+    Norm(q((1, 5), 3, (-7, 4))),
+    Norm(None, q(-2, (1, 9), 4)),
+]
+X4 = [(fmpq(i),) for i in range(4)]  # the default points at depth 2
+
+
+def gadget_net(rec):
+    return from_gadget(rec["net"], input_dim=1, eps=fmpq(0), classes=(0, 1))
+
+
+def lnnet_record(k, net, margins, complement_margins):
+    return {
+        "labeling": k,
+        "folds": "search",
+        "lnnet": to_dict(net),
+        "margins": margins,
+        "complement": {"labeling": k ^ 15, "margins": complement_margins},
+    }
+
+
+def honest_record(k, net):
+    """A record of ``net`` for labeling ``k`` of :data:`X4`, margins certified by the library."""
+    return lnnet_record(
+        k,
+        net,
+        [json_float(x) for x in _margins(net, X4, labels_of(k, 4))],
+        [json_float(x) for x in _margins(_swapped(net), X4, labels_of(k ^ 15, 4))],
+    )
+
+
+def rewrite(path, records):
+    """Put ``records`` in place of the file's records of their labelings; restate the summary."""
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    new = {r["labeling"]: r for r in records}
+    body = [new.get(r["labeling"], r) for r in lines[1:-1]]
+    s = lines[-1]["summary"]
+    s["folds_histogram"] = dict(Counter(str(r["folds"]) for r in body for _ in "kc"))
+    s["min_margin"] = min(c for r in body for c in (*r["margins"], *r["complement"]["margins"]))
+    path.write_text("".join(json.dumps(x) + "\n" for x in [lines[0], *body, lines[-1]]))
+
+
+@pytest.fixture
+def depth2(tmp_path):
+    out = tmp_path / "s.jsonl"
+    shatter(None, 2, out=out, workers=1)
+    return out
+
+
+def verify_cli(path):
+    env = {k: v for k, v in os.environ.items() if k != "LNCAPACITY_DEBUG"}
+    return subprocess.run(
+        [sys.executable, "-m", "lncapacity", "verify-shatter", str(path), "--workers", "1"],
+        env=env | {"PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_complement_margin_of_a_net_with_gains_is_checked_on_that_net(depth2):
+    """A record whose last LayerNorm has gain 1/2 and a bias, claiming for the complement the
+    margins of the net without them (exactly twice the true ones), is refused."""
+    lines = [json.loads(x) for x in depth2.read_text().splitlines()]
+    rec = next(r for r in lines[1:-1] if r["folds"] >= 1)
+    k, net = rec["labeling"], gadget_net(rec)
+    (r0, r1), (b0, b1) = net.readout.W, net.readout.b
+    assert r1 == tuple(-w for w in r0) and b1 == -b0  # a threshold readout
+    # R beta = -b/2: dropping the gain and bias doubles every score, hence every margin
+    beta = tuple(-b0 / 2 * w / sum((v * v for v in r0), fmpq(0)) for w in r0)
+    half = Norm(q((1, 2), (1, 2), (1, 2)), beta)
+    gained = unfold(net, [Norm(), half])
+    assert gained.folded() == net and gained.norms[1] == half
+    comp = labels_of(k ^ 15, 4)
+    true = _margins(_swapped(net), X4, comp)  # gained computes what net (no gains) computes
+    dropped = _margins(_swapped(replace(gained, norms=())), X4, comp)
+    assert all(x >= 1.9 * t and x > t > 0 for x, t in zip(dropped, true, strict=True))
+    rewrite(depth2, [lnnet_record(k, gained, rec["margins"], dropped)])
+    assert json.loads(depth2.read_text().splitlines()[1 + k // 2])["lnnet"]["requires"] == [
+        "ln-affine"
+    ]
+    summary, problems = verify_shatter(depth2, workers=1)
+    assert problems == [f"labeling {k ^ 15}: a claimed margin exceeds the certified bound"]
+    assert summary.certified == 15 and summary.failures == [k ^ 15]
+    p = verify_cli(depth2)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    # the true margins are accepted
+    rewrite(depth2, [lnnet_record(k, gained, rec["margins"], [json_float(t) for t in true])])
+    assert verify_shatter(depth2, workers=1)[1] == []
+
+
+def test_records_with_gains_and_biases_verify(depth2):
+    """Every net of a certificate given gains and biases (undone in the next map): the same
+    function, so the same certified margins, for both labelings."""
+    lines = [json.loads(x) for x in depth2.read_text().splitlines()]
+    records = []
+    for i, rec in enumerate(lines[1:-1]):
+        gained = unfold(gadget_net(rec), [NORMS[i % 3], NORMS[(i + 1) % 3]])
+        assert gained.norms and gained.folded() == gadget_net(rec)
+        records.append(
+            lnnet_record(rec["labeling"], gained, rec["margins"], rec["complement"]["margins"])
+        )
+        assert honest_record(rec["labeling"], gained) == records[-1]
+    rewrite(depth2, records)
+    summary, problems = verify_shatter(depth2, workers=1)
+    assert problems == [] and summary.all_certified and summary.folds == Counter()
+    assert verify_cli(depth2).returncode == 0
+
+
+def test_a_record_with_algebraic_weights_and_gains_verifies(depth2):
+    k = 0b1010  # alternating labels: pma --exact merges with an algebraic offset
+    net = lncapacity.build(X4, labels_of(k, 4), method="pma", exact=True, depth=2, classes=(0, 1))
+    gained = unfold(net, NORMS[:2])
+    record = honest_record(k, gained)
+    assert record["lnnet"]["requires"] == ["ln-affine", "algebraic"]
+    assert from_dict(record["lnnet"]).norms == tuple(NORMS[:2])
+    rewrite(depth2, [record])
+    summary, problems = verify_shatter(depth2, workers=1)
+    assert problems == [] and summary.all_certified
+    # and a complement margin claimed above the true one is refused
+    record["complement"]["margins"][0] *= 1.5
+    rewrite(depth2, [record])
+    assert verify_shatter(depth2, workers=1)[1] == [
+        f"labeling {k ^ 15}: a claimed margin exceeds the certified bound"
+    ]
+
+
+def test_the_swapped_net_differs_only_in_its_readout_rows():
+    layers = (
+        Affine((q(1, -2), q(3, (1, 2)), q(0, 1)), q(1, 0, -1)),
+        Affine(tuple(q(i, 1, -i) for i in range(4)), q(0, 1, 2, 3), {"note": "w4"}),
+    )
+    readout = Affine((q(1, 2, 3, 4), q(-1, 0, 2, 5)), q((1, 3), -2), {"kind": "threshold"})
+    norms = (Norm(q(2, (-1, 3), (5, 2)), q((1, 2), -1, (3, 7))), Norm(None, q(1, 2, 3, 4)))
+    net = LNNet(2, None, fmpq(1, 10), layers, readout, ("a", "b"), {"built": "by hand"}, norms)
+    assert net.widths == (3, 4)
+    exact = lncapacity.build(X4, [0, 1, 0, 1], method="pma", exact=True, depth=2, classes=(0, 1))
+    assert any(isinstance(w, Radical) for a in exact.layers for w in a.b)
+    for model in (net, exact, unfold(exact, NORMS[:2])):
+        swapped = _swapped(model)
+        assert swapped.readout.W == tuple(reversed(model.readout.W))
+        assert swapped.readout.b == tuple(reversed(model.readout.b))
+        assert swapped.readout.meta == model.readout.meta
+        for f in fields(LNNet):  # every other part, present and future, is the model's own
+            if f.name != "readout":
+                assert getattr(swapped, f.name) is getattr(model, f.name), f.name
+        assert _swapped(swapped) == model
+    x = (0.25, -1.5)
+    z = net.map(float).forward(x, math.sqrt)
+    assert _swapped(net).map(float).forward(x, math.sqrt) == z[::-1]
