@@ -41,6 +41,7 @@ import io
 import math
 import os
 import re
+import zipfile
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -587,6 +588,11 @@ def from_state_dict(
     return from_torch(nn.Sequential(*modules).eval(), name=name)
 
 
+MAX_TORCH_FILE_BYTES = 128 << 20
+"""Largest file :func:`load_torch` reads, and the most its zip entries may expand to (128 MiB;
+a net of :data:`MAX_IMPORT_NUMBERS` float64 weights takes 32 MiB)."""
+
+
 def load_torch(
     path: str | os.PathLike[str], spec: Sequence[str] | None = None, eps: float = 1e-5
 ) -> LNNet[fmpq]:
@@ -597,19 +603,40 @@ def load_torch(
     :data:`SAFE_MODULES` (so ``torch.save(model)`` of an LN-Net loads); a file
     pickling any other class (a ReLU, a custom Module) is refused, naming it.
     A state dict is read by :func:`from_state_dict` (``spec``, ``eps``).
+
+    A file beyond :data:`MAX_TORCH_FILE_BYTES`, or whose zip entries would expand beyond it,
+    is refused before loading.  A file in ``torch.save``'s (uncompressed) zip format is loaded
+    with ``mmap=True``: the tensors' shapes are checked against the limits (:func:`from_torch`)
+    before their data is read at all.
     """
     torch = _torch()
     p = str(path)
     if not os.path.isfile(p):
         raise InputError(f"{p}: no such file")
+    size = os.path.getsize(p)
+    limit = f"the limit of {MAX_TORCH_FILE_BYTES >> 20} MiB for a PyTorch file"
+    if size > MAX_TORCH_FILE_BYTES:
+        raise InputError(f"{p}: {size} bytes, beyond {limit}")
+    infos: list[zipfile.ZipInfo] = []
+    try:
+        if zipfile.is_zipfile(p):
+            with zipfile.ZipFile(p) as z:
+                infos = z.infolist()
+    except (OSError, zipfile.BadZipFile, ValueError):
+        pass  # torch.load says what is wrong
+    expanded = sum(i.file_size for i in infos)
+    if expanded > MAX_TORCH_FILE_BYTES:
+        raise InputError(f"{p}: its zip entries expand to {expanded} bytes, beyond {limit}")
+    # torch.save's zip format stores the tensors uncompressed: mapped, not read
+    mmap = bool(infos) and all(i.compress_type == zipfile.ZIP_STORED for i in infos)
     allowed = [getattr(torch.nn, n) for n in SAFE_MODULES]
     safe_globals = getattr(torch.serialization, "safe_globals", None)  # torch >= 2.5
     try:
         if safe_globals is None:  # older torch: tensors and containers only (state dicts)
-            obj = torch.load(p, map_location="cpu", weights_only=True)
+            obj = torch.load(p, map_location="cpu", weights_only=True, mmap=mmap)
         else:
             with safe_globals(allowed):
-                obj = torch.load(p, map_location="cpu", weights_only=True)
+                obj = torch.load(p, map_location="cpu", weights_only=True, mmap=mmap)
     except Exception as err:  # UnpicklingError, RuntimeError, EOFError, zipfile errors, ...
         raise InputError(f"{p}: cannot load: {_unpickling_reason(err)}") from None
     if isinstance(obj, torch.nn.Module):
@@ -617,18 +644,44 @@ def load_torch(
     return from_state_dict(obj, spec, eps, name=p)
 
 
+_REFUSED = (
+    # torch.load(weights_only=True)'s unpickler, as PyTorch 2.4 to 2.13 word it
+    r"GLOBAL (\S+) was not an allowed global",
+    r"unsupported GLOBAL (\S+) whose module \S+ is blocked",
+    r"Trying to call reduce for unrecognized function (.+?)(?: which belongs to .*)?$",
+    r"Can only create new object .* but got (.+)$",
+    r"Can only build .* but got (.+)$",
+)
+
+
 def _unpickling_reason(err: Exception) -> str:
-    text = str(err)
-    marker = "Unsupported global: GLOBAL "
-    if marker in text:
-        glob = text.split(marker, 1)[1].split()[0]
-        return (
-            f"it pickles {glob}, which is not an LN-Net module (torch.load runs with "
-            "weights_only=True: only tensors, Sequential, Linear, LayerNorm, Identity, Dropout, "
-            "Flatten)"
-        )
-    lines = [s.strip() for s in text.strip().splitlines() if s.strip()]
-    return lines[0] if lines else type(err).__name__
+    """One line on why ``torch.load(weights_only=True)`` refused a file, naming the class.
+
+    PyTorch wraps its unpickler's message in advice to load with ``weights_only=False``,
+    which would run the file's code: this tool never does, so the advice is dropped.
+    """
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(err))
+    for pattern in _REFUSED:
+        for line in text.splitlines():
+            if found := re.search(pattern, line.strip()):
+                glob = found[1].strip().strip("`'\"<>").removeprefix("class ").strip("'")
+                return (
+                    f"it pickles {glob}, which is not an LN-Net module (this tool loads only "
+                    "tensors, Sequential, Linear, LayerNorm, Identity, Dropout and Flatten, "
+                    "and never runs a file's code)"
+                )
+    lines = [
+        s.strip()
+        for s in text.strip().splitlines()
+        if s.strip() and "weights_only" not in s and "torch.load" not in s
+    ]
+    lines = [s.removeprefix("WeightsUnpickler error:").strip() for s in lines]
+    lines = [s for s in lines if s]
+    return shown_line(lines[0]) if lines else type(err).__name__
+
+
+def shown_line(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # ---------------------------------------------------------------------------

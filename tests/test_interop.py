@@ -720,3 +720,70 @@ def test_import_applies_the_read_limits_from_the_shapes(tmp_path, capsys, monkey
     assert "[7]: LayerNorm: more than 3 LayerNorms, beyond the limit" in import_error(
         tmp_path, deep, capsys
     )
+
+
+def test_torch_files_are_bounded_and_mapped(tmp_path, capsys, monkeypatch):
+    import zipfile
+
+    from lncapacity import interop
+
+    seen = []
+    load = torch.load
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("mmap"))
+        return load(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "load", spy)
+    model = MODELS["affine"]
+    torch.save(model.state_dict(), tmp_path / "sd.pt")
+    torch.save(model.state_dict(), tmp_path / "old.pt", _use_new_zipfile_serialization=False)
+    net = from_torch(model)
+    assert load_torch(tmp_path / "sd.pt", eps=1e-5) == net
+    assert load_torch(tmp_path / "old.pt", eps=1e-5) == net
+    assert seen == [True, False]  # the zip format is mapped: shapes are read, data only later
+
+    # a deflated zip (torch.save never writes one) is bounded by what its entries expand to
+    def deflated(path, out):
+        with zipfile.ZipFile(path) as z, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as o:
+            for info in z.infolist():
+                o.writestr(info.filename, z.read(info.filename))
+
+    deflated(tmp_path / "sd.pt", tmp_path / "z.pt")
+    assert load_torch(tmp_path / "z.pt") == net
+    assert seen[-1] is False  # torch cannot map compressed entries
+    torch.save({"0.weight": torch.zeros(100, 100)}, tmp_path / "zeros.pt")
+    deflated(tmp_path / "zeros.pt", tmp_path / "bomb.pt")  # 40 kB in about 0.5 kB
+    monkeypatch.setattr(interop, "MAX_TORCH_FILE_BYTES", 20_000)
+    assert (tmp_path / "bomb.pt").stat().st_size < 20_000
+    with pytest.raises(InputError, match=r"bomb\.pt: its zip entries expand to \d+ bytes, beyond"):
+        load_torch(tmp_path / "bomb.pt")
+    monkeypatch.setattr(interop, "MAX_TORCH_FILE_BYTES", 100)
+    with pytest.raises(InputError, match=r"sd\.pt: \d+ bytes, beyond the limit of 0 MiB"):
+        load_torch(tmp_path / "sd.pt")
+
+
+class _Evil:
+    def __reduce__(self):
+        import os
+
+        return (os.system, ("echo ran",))
+
+
+class _Dict(dict):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("obj", "glob"),
+    [
+        (nn.Sequential(nn.Linear(2, 2), nn.ReLU()), "torch.nn.modules.activation.ReLU"),
+        ({"0.weight": _Evil()}, "posix.system" if sys.platform != "win32" else "nt.system"),
+        (_Dict({"0.weight": torch.ones(2)}), f"{__name__}._Dict"),
+        ({"0.weight": torch.ones(2), "f": functools.partial(print)}, "functools.partial"),
+    ],
+)
+def test_a_refused_pickle_names_its_class_and_gives_no_unsafe_advice(tmp_path, capsys, obj, glob):
+    err = import_error(tmp_path, obj, capsys)
+    assert f"it pickles {glob}, which is not an LN-Net module" in err
+    assert "weights_only" not in err and "False" not in err
