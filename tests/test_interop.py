@@ -722,6 +722,15 @@ def test_import_applies_the_read_limits_from_the_shapes(tmp_path, capsys, monkey
     )
 
 
+def test_import_never_writes_a_net_verify_refuses(tmp_path, capsys, monkeypatch):
+    from lncapacity import fileformat
+
+    model = MODELS["affine"]
+    monkeypatch.setattr(fileformat, "MAX_FILE_BYTES", 500)
+    err = import_error(tmp_path, model, capsys)
+    assert "the net takes" in err and "beyond the limit of 0 MiB for a net" in err
+
+
 def test_torch_files_are_bounded_and_mapped(tmp_path, capsys, monkeypatch):
     import zipfile
 
