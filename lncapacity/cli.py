@@ -551,7 +551,14 @@ def cmd_import(args: argparse.Namespace) -> int:
             )
         net = dataclasses.replace(net, classes=tuple(labels))
     doc = fileformat.to_dict(net)
-    fileformat.write_all_atomic([(args.out, fileformat.dumps(doc))])
+    text = fileformat.dumps(doc)
+    size = len(text.encode("utf-8"))
+    if size > fileformat.MAX_FILE_BYTES:  # verify could not read it back
+        raise InputError(
+            f"{args.model}: the net takes {size} bytes in {doc['format']}, beyond the limit of "
+            f"{fileformat.MAX_FILE_BYTES >> 20} MiB for a net"
+        )
+    fileformat.write_all_atomic([(args.out, text)])
     summary = {
         "model": args.model,
         "net": args.out,

@@ -38,7 +38,10 @@ and a bias of all zeros are dropped (exact in floats too: ``1 * u + 0 = u``).
 from __future__ import annotations
 
 import io
+import math
 import os
+import re
+import zipfile
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -81,6 +84,273 @@ def _torch() -> Any:
 # PyTorch -> LNNet
 
 
+MAX_MODULES = 100_000
+"""Most modules :func:`from_torch` reads (nested Sequentials flattened), and the largest module
+index + 1 of a state dict (a depth-10,000 net has 20,001 modules, with dropouts 30,001)."""
+
+MAX_IMPORT_NUMBERS = 1 << 22
+"""Most numbers (weights, biases, LayerNorm gains and biases) of an imported net, counted from the
+tensors' shapes before any is read: 4,194,304.  A float32 weight takes about 20 bytes in
+``lnnet/1``, so a net with more could not be read back anyway
+(:data:`~lncapacity.fileformat.MAX_FILE_BYTES`)."""
+
+MAX_COMPOSE_PRODUCTS = 10**7
+"""Most exact products spent composing consecutive ``Linear`` maps (about 10 s)."""
+
+
+def _limits() -> tuple[int, int, int]:
+    from .fileformat import MAX_DEPTH, MAX_INPUT_DIM, MAX_WIDTH
+
+    return MAX_DEPTH, MAX_INPUT_DIM, MAX_WIDTH
+
+
+def _shape(t: Any, where: str, dims: int) -> tuple[int, ...]:
+    """The shape of a weight tensor, after checking its type, dtype and number of dimensions.
+
+    Reads no data: a tensor of any claimed size (a memory map, a stride-0 view) costs nothing.
+    """
+    torch = _torch()
+    if not isinstance(t, torch.Tensor):
+        raise InputError(f"{where}: not a tensor (got {type(t).__name__})")
+    dtype = str(t.dtype).removeprefix("torch.")
+    if dtype not in TORCH_DTYPES:
+        raise InputError(
+            f"{where}: weights of dtype {dtype}; only float16, bfloat16, float32 and float64 "
+            "are read"
+        )
+    if t.layout != torch.strided or t.device.type != "cpu":
+        raise InputError(f"{where}: a {t.layout} tensor on {t.device}; only dense CPU tensors")
+    shape = tuple(t.shape)
+    if len(shape) != dims:
+        raise InputError(
+            f"{where}: a {len(shape)}-D tensor of shape {list(shape)}; a {dims}-D one is needed"
+        )
+    if 0 in shape:
+        raise InputError(f"{where}: an empty tensor of shape {list(shape)}")
+    return shape
+
+
+def _int_attr(m: Any, attr: str, where: str) -> int:
+    v = _attr(m, attr, where)
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise InputError(f"{where}: {attr} is {type(v).__name__} {_shown(v)}, not an integer")
+    return v
+
+
+def _real_attr(m: Any, attr: str, where: str, lo: float, hi: float = math.inf) -> float:
+    v = _attr(m, attr, where)
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        raise InputError(f"{where}: {attr} is {type(v).__name__} {_shown(v)}, not a number")
+    if not (math.isfinite(v) and lo <= v <= hi):
+        bound = f"in [{lo:g}, {hi:g}]" if math.isfinite(hi) else f">= {lo:g}"
+        raise InputError(f"{where}: {attr} is {v!r}; a finite number {bound} is needed")
+    return float(v)
+
+
+def _attr(m: Any, attr: str, where: str) -> Any:
+    try:
+        return getattr(m, attr)
+    except Exception:  # a pickled module's state is whatever the file says
+        raise InputError(f"{where}: has no {attr}") from None
+
+
+def _shown(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _modules(model: Any, name: str = "model") -> list[tuple[str, Any]]:
+    """``(key, module)`` in execution order, nested Sequentials flattened.
+
+    Refuses a container that contains itself, children that are not modules, and more than
+    :data:`MAX_MODULES` modules (so a Sequential holding the same child twice, nested 40 deep,
+    is refused, not walked 2^40 times).
+    """
+    torch = _torch()
+    nn = torch.nn
+    out: list[tuple[str, Any]] = []
+    on_path: set[int] = set()
+
+    def children(m: Any, key: str) -> list[tuple[str, Any]]:
+        mods = vars(m).get("_modules") if hasattr(m, "__dict__") else None
+        if not isinstance(mods, dict):
+            raise InputError(f"{name}[{key}]: a Sequential without its list of modules")
+        kids = []
+        for k, c in mods.items():
+            where = f"{key}.{k}" if key else str(k)
+            if not isinstance(k, str):
+                raise InputError(f"{name}[{key}]: a module named {_shown(k)}, not a string")
+            if c is None:
+                continue
+            if not isinstance(c, nn.Module):
+                raise InputError(f"{name}[{where}]: not a torch.nn.Module ({type(c).__name__})")
+            kids.append((where, c))
+        return kids
+
+    # depth first, iteratively (no recursion limit), with the containers on the path
+    stack: list[tuple[str, Any, bool]] = [("", model, False)]
+    while stack:
+        key, m, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(m))
+            continue
+        if not isinstance(m, nn.Sequential):
+            out.append((key, m))
+            if len(out) > MAX_MODULES:
+                raise InputError(f"{name}: more than {MAX_MODULES} modules, beyond the limit")
+            continue
+        if id(m) in on_path:
+            raise InputError(f"{name}[{key}]: a Sequential that contains itself")
+        on_path.add(id(m))
+        stack.append((key, m, True))
+        stack.extend((k, c, False) for k, c in reversed(children(m, key)))
+    return out
+
+
+def _plan(model: Any, name: str) -> list[tuple[str, Any, str, dict[str, Any]]]:
+    """Check everything :func:`from_torch` reads, before reading any weight.
+
+    Types, shapes and values of the modules' attributes, the chain of dimensions, and the limits
+    (:data:`~lncapacity.fileformat.MAX_WIDTH`, ``MAX_INPUT_DIM``, ``MAX_DEPTH``,
+    :data:`MAX_IMPORT_NUMBERS`, :data:`MAX_COMPOSE_PRODUCTS`) from the tensors' shapes alone.
+    Returns ``(where, module, kind, checked attributes)`` for the Linear and LayerNorm modules
+    and the skipped ones, in order.
+    """
+    torch = _torch()
+    nn = torch.nn
+    max_depth, max_input_dim, max_width = _limits()
+    mods = _modules(model, name) if isinstance(model, nn.Sequential) else [("", model)]
+    plan: list[tuple[str, Any, str, dict[str, Any]]] = []
+    dim: int | None = None
+    input_dim: int | None = None
+    pending: tuple[int, int] | None = None  # the shape of the affine map since the last LayerNorm
+    depth = numbers = products = 0
+    eps: set[float] = set()
+
+    def here(key: str, m: Any) -> str:
+        return f"{name}[{key}]: {type(m).__name__}" if key else f"{name}: {type(m).__name__}"
+
+    def need(n: int, where: str) -> None:
+        nonlocal dim, input_dim
+        if dim is not None and n != dim:
+            raise InputError(f"{where}: expects {n} features, but the module before gives {dim}")
+        if input_dim is None:
+            if n > max_input_dim:
+                raise InputError(
+                    f"{where}: {n} input features, beyond the limit of {max_input_dim}"
+                )
+            input_dim = n
+        dim = n
+
+    def width(n: int, where: str, what: str) -> None:
+        if n < 1:
+            raise InputError(f"{where}: {what} {n}; at least 1 is needed")
+        if n > max_width:
+            raise InputError(f"{where}: {what} {n}, beyond the limit of {max_width}")
+
+    def count(rows: int, cols: int, extra: int, where: str) -> None:
+        nonlocal numbers
+        numbers += rows * cols + rows + extra
+        if numbers > MAX_IMPORT_NUMBERS:
+            raise InputError(
+                f"{where}: the net would have more than {MAX_IMPORT_NUMBERS} numbers, "
+                "beyond the limit for an import"
+            )
+
+    for key, m in mods:
+        where = here(key, m)
+        if isinstance(m, nn.Linear):
+            in_f = _int_attr(m, "in_features", where)
+            out_f = _int_attr(m, "out_features", where)
+            width(out_f, where, "out_features")
+            if in_f < 1:
+                raise InputError(f"{where}: in_features {in_f}; at least 1 is needed")
+            W = _attr(m, "weight", where)
+            if _shape(W, f"{where}.weight", 2) != (out_f, in_f):
+                raise InputError(
+                    f"{where}.weight: shape {list(W.shape)}, but out_features {out_f} and "
+                    f"in_features {in_f} need [{out_f}, {in_f}]"
+                )
+            b = _attr(m, "bias", where)
+            if b is not None and _shape(b, f"{where}.bias", 1) != (out_f,):
+                raise InputError(f"{where}.bias: shape {list(b.shape)}, but [{out_f}] is needed")
+            need(in_f, where)
+            if pending is None:
+                pending = (out_f, in_f)
+            else:
+                products += out_f * in_f * (pending[1] + 1)
+                if products > MAX_COMPOSE_PRODUCTS:
+                    raise InputError(
+                        f"{where}: composing the consecutive Linear maps would take more than "
+                        f"{MAX_COMPOSE_PRODUCTS} exact products, beyond the limit"
+                    )
+                pending = (out_f, pending[1])
+            dim = out_f
+            plan.append((where, m, "Linear", {"weight": W, "bias": b}))
+        elif isinstance(m, nn.LayerNorm):
+            shape = _attr(m, "normalized_shape", where)
+            if not isinstance(shape, (tuple, list)) or not all(
+                isinstance(s, int) and not isinstance(s, bool) for s in shape
+            ):
+                raise InputError(f"{where}: normalized_shape {_shown(shape)} is not integers")
+            if len(shape) != 1:
+                raise InputError(f"{where}: normalizes over {len(shape)} dimensions; only 1 fits")
+            n = shape[0]
+            if n < 2:
+                raise InputError(f"{where}: normalizes a single feature (always 0)")
+            width(n, where, "width")
+            e = _real_attr(m, "eps", where, 0.0)
+            gain, bias = _attr(m, "weight", where), _attr(m, "bias", where)
+            for part, t in (("weight", gain), ("bias", bias)):
+                if t is not None and _shape(t, f"{where}.{part}", 1) != (n,):
+                    raise InputError(f"{where}.{part}: shape {list(t.shape)}, but [{n}] is needed")
+            need(n, where)
+            depth += 1
+            if depth > max_depth:
+                raise InputError(f"{where}: more than {max_depth} LayerNorms, beyond the limit")
+            rows, cols = pending if pending is not None else (n, n)
+            count(rows, cols, 2 * n, where)
+            eps.add(e)
+            pending = None
+            plan.append((where, m, "LayerNorm", {"weight": gain, "bias": bias, "n": n}))
+        elif isinstance(m, nn.Identity):
+            plan.append((where, m, "skip", {}))
+        elif isinstance(m, nn.Flatten):
+            ends = [_int_attr(m, a, where) for a in ("start_dim", "end_dim")]
+            if any(not -2 <= d <= 1 for d in ends) or ends[0] % 2 != ends[1] % 2:
+                raise InputError(
+                    f"{where}: start_dim {ends[0]}, end_dim {ends[1]} do not leave a "
+                    "(rows, features) input as it is"
+                )
+            plan.append((where, m, "skip", {}))
+        elif isinstance(m, nn.Dropout):
+            p = _real_attr(m, "p", where, 0.0, 1.0)
+            training = _attr(m, "training", where)
+            if not isinstance(training, bool):
+                raise InputError(f"{where}: training is {_shown(training)}, not True or False")
+            if training and p > 0:
+                raise InputError(
+                    f"{where}: in training mode it zeroes features at random; call model.eval()"
+                )
+            plan.append((where, m, "skip", {}))
+        elif isinstance(m, getattr(nn, "RMSNorm", ())):
+            raise InputError(
+                f"{where}: not supported (it does not centre, so it is no LayerNorm; "
+                "an LN-Net has Linear and LayerNorm only)"
+            )
+        else:
+            raise InputError(
+                f"{where}: not supported (an LN-Net has Linear and LayerNorm modules only)"
+            )
+    if dim is None:
+        raise InputError(f"{name}: no Linear or LayerNorm module to read")
+    if len(eps) > 1:
+        raise InputError(f"{name}: LayerNorms with different eps {sorted(eps)}; one eps is needed")
+    rows, cols = pending if pending is not None else (dim, dim)
+    count(rows, cols, 0, f"{name}: the readout")
+    return plan
+
+
 def _exact_tensor(t: Any, where: str) -> list[Any]:
     """The exact rationals of a floating-point tensor (nested lists), or InputError."""
     torch = _torch()
@@ -99,18 +369,6 @@ def _fmpq_nested(v: Any) -> Any:
     return fmpq(p, q)
 
 
-def _modules(model: Any) -> list[tuple[str, Any]]:
-    """``(name, module)`` in execution order, nested Sequentials flattened."""
-    torch = _torch()
-    if isinstance(model, torch.nn.Sequential):
-        out = []
-        for name, m in model.named_children():
-            for sub, mm in _modules(m):
-                out.append((f"{name}.{sub}" if sub else name, mm))
-        return out
-    return [("", model)]
-
-
 def from_torch(
     model: Any, *, classes: Sequence[Label] | None = None, name: str = "model"
 ) -> LNNet[fmpq]:
@@ -118,7 +376,12 @@ def from_torch(
 
     See the module doc for the normal form and what is refused (one line,
     :class:`~lncapacity.errors.InputError`, naming the module as
-    ``model[i]: Kind``).  ``classes`` name the outputs (default ``0 .. k-1``).
+    ``model[i]: Kind``).  Everything is checked before any weight is read:
+    the modules' types and attributes, the tensors' dtypes (float16, bfloat16,
+    float32, float64) and shapes, and the limits of a net that can be read back
+    (:data:`~lncapacity.fileformat.MAX_WIDTH`, ``MAX_INPUT_DIM``, ``MAX_DEPTH``,
+    :data:`MAX_IMPORT_NUMBERS`, :data:`MAX_COMPOSE_PRODUCTS`).
+    ``classes`` name the outputs (default ``0 .. k-1``).
     The net's ``meta["torch"]`` records the weights' dtype (the default of
     :func:`to_torch`) and the modules read.
     """
@@ -126,7 +389,7 @@ def from_torch(
     nn = torch.nn
     if not isinstance(model, nn.Module):
         raise InputError(f"{name}: not a torch.nn.Module (got {type(model).__name__})")
-    mods = _modules(model) if isinstance(model, nn.Sequential) else [("", model)]
+    plan = _plan(model, name)
     dim: int | None = None
     pending: Affine[fmpq] | None = None  # the affine map read since the last LayerNorm
     layers: list[Affine[fmpq]] = []
@@ -134,70 +397,35 @@ def from_torch(
     eps: set[float] = set()
     dtypes: set[str] = set()
     read: list[str] = []
-
-    def here(key: str, m: Any) -> str:
-        return f"{name}[{key}]: {type(m).__name__}" if key else f"{name}: {type(m).__name__}"
-
-    def need(n: int, where: str) -> None:
-        nonlocal dim
-        if dim is not None and n != dim:
-            raise InputError(f"{where}: expects {n} features, but the module before gives {dim}")
-        dim = n
-
-    for key, m in mods:
-        where = here(key, m)
-        if isinstance(m, nn.Linear):
-            need(m.in_features, where)
-            W = _exact_tensor(m.weight, f"{where}.weight")
+    for where, m, kind, parts in plan:
+        if kind == "Linear":
+            W = _exact_tensor(parts["weight"], f"{where}.weight")
             b = (
-                _exact_tensor(m.bias, f"{where}.bias")
-                if m.bias is not None
-                else [fmpq(0)] * m.out_features
+                _exact_tensor(parts["bias"], f"{where}.bias")
+                if parts["bias"] is not None
+                else [fmpq(0)] * len(W)
             )
-            dtypes.add(str(m.weight.dtype).removeprefix("torch."))
+            dtypes.add(str(parts["weight"].dtype).removeprefix("torch."))
             a = Affine(tuple(map(tuple, W)), tuple(b))
             pending = a if pending is None else _compose(a, pending)
-            dim = m.out_features
-        elif isinstance(m, nn.LayerNorm):
-            shape = tuple(m.normalized_shape)
-            if len(shape) != 1:
-                raise InputError(f"{where}: normalizes over {len(shape)} dimensions; only 1 fits")
-            need(shape[0], where)
-            if shape[0] < 2:
-                raise InputError(f"{where}: normalizes a single feature (always 0)")
+            dim = len(W)
+        elif kind == "LayerNorm":
+            n = parts["n"]
             eps.add(float(m.eps))
             gain = bias = None
-            if m.weight is not None:
-                gain = tuple(_exact_tensor(m.weight, f"{where}.weight"))
-                dtypes.add(str(m.weight.dtype).removeprefix("torch."))
+            if parts["weight"] is not None:
+                gain = tuple(_exact_tensor(parts["weight"], f"{where}.weight"))
+                dtypes.add(str(parts["weight"].dtype).removeprefix("torch."))
                 gain = None if all(g == 1 for g in gain) else gain
-            if m.bias is not None:
-                bias = tuple(_exact_tensor(m.bias, f"{where}.bias"))
+            if parts["bias"] is not None:
+                bias = tuple(_exact_tensor(parts["bias"], f"{where}.bias"))
                 bias = None if all(c == 0 for c in bias) else bias
-            layers.append(pending if pending is not None else _identity(shape[0]))
+            layers.append(pending if pending is not None else _identity(n))
             norms.append(Norm(gain, bias))
             pending = None
-        elif isinstance(m, (nn.Identity, nn.Flatten)):
-            pass
-        elif isinstance(m, nn.Dropout):
-            if m.training and m.p > 0:
-                raise InputError(
-                    f"{where}: in training mode it zeroes features at random; call model.eval()"
-                )
-        elif isinstance(m, getattr(nn, "RMSNorm", ())):
-            raise InputError(
-                f"{where}: not supported (it does not centre, so it is no LayerNorm; "
-                "an LN-Net has Linear and LayerNorm only)"
-            )
-        else:
-            raise InputError(
-                f"{where}: not supported (an LN-Net has Linear and LayerNorm modules only)"
-            )
+            dim = n
         read.append(type(m).__name__)
-    if dim is None:
-        raise InputError(f"{name}: no Linear or LayerNorm module to read")
-    if len(eps) > 1:
-        raise InputError(f"{name}: LayerNorms with different eps {sorted(eps)}; one eps is needed")
+    assert dim is not None  # _plan refuses a model without Linear and LayerNorm
     readout = pending if pending is not None else _identity(dim)
     k = len(readout.b)
     cls = tuple(range(k)) if classes is None else tuple(classes)
@@ -242,16 +470,22 @@ def _compose(outer: Affine[fmpq], inner: Affine[fmpq]) -> Affine[fmpq]:
     return Affine(W, tuple(outer(list(inner.b))))
 
 
+_INDEX = re.compile(r"(0|[1-9][0-9]*)\.(weight|bias)")
+
+
 def from_state_dict(
     state: Any, spec: Sequence[str] | None = None, eps: float = 1e-5, name: str = "state dict"
 ) -> LNNet[fmpq]:
     """The net of a ``state_dict`` of an ``nn.Sequential`` of Linear and LayerNorm modules.
 
-    Keys are ``"<i>.weight"`` and ``"<i>.bias"``.  ``spec`` lists the module kinds
-    in order (``"Linear"``, ``"LayerNorm"``, ``"Dropout"``, ``"Identity"``); without
+    Keys are ``"<i>.weight"`` and ``"<i>.bias"`` (``i < MAX_MODULES``).  ``spec`` lists the
+    module kinds in order (``"Linear"``, ``"LayerNorm"``, ``"Dropout"``, ``"Identity"``); without
     it the kinds are read off the tensors (a 2-D weight is a Linear, a 1-D one a
     LayerNorm), which needs every module to have weights.  ``eps`` is the
     LayerNorms' (a state dict does not hold it; torch's default is ``1e-5``).
+    Keys, dtypes and shapes are checked first, and the modules are built around the
+    tensors themselves (no weights are allocated), so :func:`from_torch` checks the limits
+    before any weight is read.
     """
     torch = _torch()
     nn = torch.nn
@@ -259,12 +493,37 @@ def from_state_dict(
         isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()
     ):
         raise InputError(f"{name}: not a state dict (a mapping of names to tensors)")
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 <= eps < math.inf:
+        raise InputError(f"{name}: eps {_shown(eps)} is not a finite number >= 0")
+    if spec is not None and len(spec) > MAX_MODULES:
+        raise InputError(f"{name}: {len(spec)} module kinds, beyond the limit of {MAX_MODULES}")
     entries: dict[int, dict[str, Any]] = {}
     for key, t in state.items():
-        head, _, part = key.partition(".")
-        if not head.isdigit() or part not in ("weight", "bias"):
-            raise InputError(f"{name}: key {key!r} is not <index>.weight or <index>.bias")
-        entries.setdefault(int(head), {})[part] = t
+        match = _INDEX.fullmatch(key)
+        if match is None:
+            raise InputError(
+                f"{name}: key {_shown(key)} is not <index>.weight or <index>.bias "
+                "(index a number without leading zeros)"
+            )
+        if len(match[1]) > len(str(MAX_MODULES)) or int(match[1]) >= MAX_MODULES:
+            raise InputError(
+                f"{name}: key {_shown(key)}: module index {_shown(match[1])}, beyond the limit "
+                f"of {MAX_MODULES} modules"
+            )
+        i = int(match[1])
+        part = match[2]
+        where = f"{name}: {key}"
+        dims = t.dim() if isinstance(t, torch.Tensor) else 0
+        if part == "bias" or dims != 2:  # a LayerNorm's gain, or a bias: 1-D
+            if part == "weight" and dims != 1:
+                raise InputError(
+                    f"{where}: a {dims}-D weight of shape {list(t.shape)}; a Linear's is 2-D, "
+                    "a LayerNorm's 1-D"
+                )
+            _shape(t, where, 1)
+        else:
+            _shape(t, where, 2)
+        entries.setdefault(i, {})[part] = t
     if spec is None:
         count = max(entries, default=-1) + 1
         if missing := [i for i in range(count) if i not in entries]:
@@ -281,42 +540,57 @@ def from_state_dict(
             raise InputError(f"{name}: weights for module {extra[0]}, but --spec has {len(kinds)}")
     modules: list[Any] = []
     dim: int | None = None
-    with torch.random.fork_rng(devices=[]):
-        for i, kind in enumerate(kinds):
-            e = entries.get(i, {})
-            where = f"{name}: module {i} ({kind})"
-            if kind == "Linear":
-                if "weight" not in e or e["weight"].dim() != 2:
-                    raise InputError(f"{where}: needs a 2-D weight")
-                out_f, in_f = e["weight"].shape
-                m = nn.Linear(in_f, out_f, bias="bias" in e, dtype=e["weight"].dtype)
-                dim = out_f
-            elif kind == "LayerNorm":
-                w = e.get("weight", e.get("bias"))
-                n = w.shape[0] if w is not None else dim
-                if n is None:
-                    raise InputError(f"{where}: its width is unknown (no weights, nothing before)")
-                dt = w.dtype if w is not None else torch.float32
-                m = nn.LayerNorm(
-                    n, eps=eps, elementwise_affine="weight" in e, bias="bias" in e, dtype=dt
-                )
-                if "bias" in e and "weight" not in e:
-                    raise InputError(f"{where}: a bias without a gain: not a torch LayerNorm")
-            elif kind in ("Dropout", "Identity"):
-                m = nn.Identity()
-                if e:
-                    raise InputError(f"{where}: has weights")
-            else:
-                raise InputError(
-                    f"{where}: not supported (an LN-Net has Linear and LayerNorm modules only)"
-                )
-            try:
-                m.load_state_dict(e, strict=True)
-            except RuntimeError as err:
-                first = str(err).strip().splitlines()[-1].strip()
-                raise InputError(f"{where}: {first}") from None
-            modules.append(m)
+    for i, kind in enumerate(kinds):
+        e = entries.get(i, {})
+        where = f"{name}: module {i} ({kind})"
+        # modules on the meta device hold no weights; load_state_dict(assign=True) puts the
+        # file's tensors in their place, so nothing is allocated whatever the shapes say
+        if kind == "Linear":
+            if "weight" not in e or e["weight"].dim() != 2:
+                raise InputError(f"{where}: needs a 2-D weight")
+            out_f, in_f = e["weight"].shape
+            dt = e["weight"].dtype
+            m = nn.Linear(in_f, out_f, bias="bias" in e, dtype=dt, device="meta")
+            dim = out_f
+        elif kind == "LayerNorm":
+            w = e.get("weight", e.get("bias"))
+            if w is not None and w.dim() != 1:
+                raise InputError(f"{where}: needs a 1-D weight")
+            n = w.shape[0] if w is not None else dim
+            if n is None:
+                raise InputError(f"{where}: its width is unknown (no weights, nothing before)")
+            if "bias" in e and "weight" not in e:
+                raise InputError(f"{where}: a bias without a gain: not a torch LayerNorm")
+            dt = w.dtype if w is not None else torch.float32
+            m = nn.LayerNorm(
+                n,
+                eps=eps,
+                elementwise_affine="weight" in e,
+                bias="bias" in e,
+                dtype=dt,
+                device="meta",
+            )
+            dim = n
+        elif kind in ("Dropout", "Identity"):
+            m = nn.Identity()
+            if e:
+                raise InputError(f"{where}: has weights")
+        else:
+            raise InputError(
+                f"{where}: not supported (an LN-Net has Linear and LayerNorm modules only)"
+            )
+        try:
+            m.load_state_dict(e, strict=True, assign=True)
+        except RuntimeError as err:
+            first = str(err).strip().splitlines()[-1].strip()
+            raise InputError(f"{where}: {first}") from None
+        modules.append(m)
     return from_torch(nn.Sequential(*modules).eval(), name=name)
+
+
+MAX_TORCH_FILE_BYTES = 128 << 20
+"""Largest file :func:`load_torch` reads, and the most its zip entries may expand to (128 MiB;
+a net of :data:`MAX_IMPORT_NUMBERS` float64 weights takes 32 MiB)."""
 
 
 def load_torch(
@@ -329,19 +603,40 @@ def load_torch(
     :data:`SAFE_MODULES` (so ``torch.save(model)`` of an LN-Net loads); a file
     pickling any other class (a ReLU, a custom Module) is refused, naming it.
     A state dict is read by :func:`from_state_dict` (``spec``, ``eps``).
+
+    A file beyond :data:`MAX_TORCH_FILE_BYTES`, or whose zip entries would expand beyond it,
+    is refused before loading.  A file in ``torch.save``'s (uncompressed) zip format is loaded
+    with ``mmap=True``: the tensors' shapes are checked against the limits (:func:`from_torch`)
+    before their data is read at all.
     """
     torch = _torch()
     p = str(path)
     if not os.path.isfile(p):
         raise InputError(f"{p}: no such file")
+    size = os.path.getsize(p)
+    limit = f"the limit of {MAX_TORCH_FILE_BYTES >> 20} MiB for a PyTorch file"
+    if size > MAX_TORCH_FILE_BYTES:
+        raise InputError(f"{p}: {size} bytes, beyond {limit}")
+    infos: list[zipfile.ZipInfo] = []
+    try:
+        if zipfile.is_zipfile(p):
+            with zipfile.ZipFile(p) as z:
+                infos = z.infolist()
+    except (OSError, zipfile.BadZipFile, ValueError):
+        pass  # torch.load says what is wrong
+    expanded = sum(i.file_size for i in infos)
+    if expanded > MAX_TORCH_FILE_BYTES:
+        raise InputError(f"{p}: its zip entries expand to {expanded} bytes, beyond {limit}")
+    # torch.save's zip format stores the tensors uncompressed: mapped, not read
+    mmap = bool(infos) and all(i.compress_type == zipfile.ZIP_STORED for i in infos)
     allowed = [getattr(torch.nn, n) for n in SAFE_MODULES]
     safe_globals = getattr(torch.serialization, "safe_globals", None)  # torch >= 2.5
     try:
         if safe_globals is None:  # older torch: tensors and containers only (state dicts)
-            obj = torch.load(p, map_location="cpu", weights_only=True)
+            obj = torch.load(p, map_location="cpu", weights_only=True, mmap=mmap)
         else:
             with safe_globals(allowed):
-                obj = torch.load(p, map_location="cpu", weights_only=True)
+                obj = torch.load(p, map_location="cpu", weights_only=True, mmap=mmap)
     except Exception as err:  # UnpicklingError, RuntimeError, EOFError, zipfile errors, ...
         raise InputError(f"{p}: cannot load: {_unpickling_reason(err)}") from None
     if isinstance(obj, torch.nn.Module):
@@ -349,18 +644,44 @@ def load_torch(
     return from_state_dict(obj, spec, eps, name=p)
 
 
+_REFUSED = (
+    # torch.load(weights_only=True)'s unpickler, as PyTorch 2.4 to 2.13 word it
+    r"GLOBAL (\S+) was not an allowed global",
+    r"unsupported GLOBAL (\S+) whose module \S+ is blocked",
+    r"Trying to call reduce for unrecognized function (.+?)(?: which belongs to .*)?$",
+    r"Can only create new object .* but got (.+)$",
+    r"Can only build .* but got (.+)$",
+)
+
+
 def _unpickling_reason(err: Exception) -> str:
-    text = str(err)
-    marker = "Unsupported global: GLOBAL "
-    if marker in text:
-        glob = text.split(marker, 1)[1].split()[0]
-        return (
-            f"it pickles {glob}, which is not an LN-Net module (torch.load runs with "
-            "weights_only=True: only tensors, Sequential, Linear, LayerNorm, Identity, Dropout, "
-            "Flatten)"
-        )
-    lines = [s.strip() for s in text.strip().splitlines() if s.strip()]
-    return lines[0] if lines else type(err).__name__
+    """One line on why ``torch.load(weights_only=True)`` refused a file, naming the class.
+
+    PyTorch wraps its unpickler's message in advice to load with ``weights_only=False``,
+    which would run the file's code: this tool never does, so the advice is dropped.
+    """
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(err))
+    for pattern in _REFUSED:
+        for line in text.splitlines():
+            if found := re.search(pattern, line.strip()):
+                glob = found[1].strip().strip("`'\"<>").removeprefix("class ").strip("'")
+                return (
+                    f"it pickles {glob}, which is not an LN-Net module (this tool loads only "
+                    "tensors, Sequential, Linear, LayerNorm, Identity, Dropout and Flatten, "
+                    "and never runs a file's code)"
+                )
+    lines = [
+        s.strip()
+        for s in text.strip().splitlines()
+        if s.strip() and "weights_only" not in s and "torch.load" not in s
+    ]
+    lines = [s.removeprefix("WeightsUnpickler error:").strip() for s in lines]
+    lines = [s for s in lines if s]
+    return shown_line(lines[0]) if lines else type(err).__name__
+
+
+def shown_line(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # ---------------------------------------------------------------------------

@@ -526,3 +526,273 @@ def test_cli_export_onnx_and_torch_together(tmp_path, capsys):
     assert main([*args[:2], "--onnx", str(tmp_path / "b.onnx"), "--dtype", "bfloat16"]) == 2
     assert "ONNX export writes float32 or float64" in capsys.readouterr().err
     assert not (tmp_path / "b.onnx").exists()
+
+
+# ---------------------------------------------------------------------------
+# import of files that are not float LN-Nets (issue 28): one line, exit 2, nothing written
+
+
+def import_error(tmp_path, obj, capsys, *args, save=True):
+    """Save ``obj`` with torch.save, ``lncapacity import`` it: the one line of stderr."""
+    from lncapacity.cli import main
+
+    model = tmp_path / "model.pt"
+    if save:
+        torch.save(obj, model)
+    assert main(["import", str(model), "--out", str(tmp_path / "n.json"), *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("lncapacity: error: "), err
+    assert not (tmp_path / "n.json").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["model.pt"]  # no temporary file either
+    return err[0]
+
+
+def _with(module, **attrs):
+    """``module`` with attributes set as a pickle may set them (no checks on the way)."""
+    for k, v in attrs.items():
+        if k in module._parameters:
+            module._parameters[k] = v
+        else:
+            module.__dict__[k] = v
+    return module
+
+
+def _self_containing():
+    s = nn.Sequential(nn.Linear(2, 3))
+    s.add_module("1", s)
+    return s
+
+
+NOT_LN_NETS = {
+    "int weights": (
+        {"0.weight": torch.ones(3, 2, dtype=torch.int32)},
+        "0.weight: weights of dtype int32; only float16, bfloat16, float32 and float64",
+    ),
+    "bool weights": ({"0.weight": torch.ones(3, 2, dtype=torch.bool)}, "of dtype bool"),
+    "float8 weights": (
+        {"0.weight": torch.ones(3, 2).to(torch.float8_e4m3fn)},
+        "0.weight: weights of dtype float8_e4m3fn",
+    ),
+    "complex weights": (
+        {"0.weight": torch.ones(3, 2, dtype=torch.complex64)},
+        "of dtype complex64",
+    ),
+    "int bias": (
+        {"0.weight": torch.ones(3, 2), "0.bias": torch.ones(3, dtype=torch.int64)},
+        "0.bias: weights of dtype int64",
+    ),
+    "0-d weight": ({"0.weight": torch.tensor(1.0)}, "0.weight: a 0-D weight of shape []"),
+    "empty weight": ({"0.weight": torch.ones(0, 2)}, "0.weight: an empty tensor of shape [0, 2]"),
+    "empty gain": ({"0.weight": torch.ones(0)}, "0.weight: an empty tensor of shape [0]"),
+    "3-D weight": (
+        {"0.weight": torch.ones(3, 2, 2)},
+        "0.weight: a 3-D weight of shape [3, 2, 2]; a Linear's is 2-D",
+    ),
+    "2-D bias": (
+        {"0.weight": torch.ones(3, 2), "0.bias": torch.ones(3, 1)},
+        "0.bias: a 2-D tensor of shape [3, 1]; a 1-D one is needed",
+    ),
+    "unicode digit key": ({"\u00b2.weight": torch.ones(2)}, "is not <index>.weight"),
+    "leading zero key": (
+        {"0.weight": torch.ones(3, 2), "00.weight": torch.ones(3)},
+        "'00.weight' is not <index>.weight",
+    ),
+    "eps NaN": (
+        nn.Sequential(nn.Linear(2, 3), _with(nn.LayerNorm(3), eps=float("nan"))),
+        "[1]: LayerNorm: eps is nan; a finite number >= 0 is needed",
+    ),
+    "eps inf": (
+        nn.Sequential(nn.Linear(2, 3), _with(nn.LayerNorm(3), eps=float("inf"))),
+        "eps is inf",
+    ),
+    "eps negative": (nn.Sequential(nn.Linear(2, 3), nn.LayerNorm(3, eps=-1.0)), "eps is -1.0"),
+    "eps a string": (
+        nn.Sequential(nn.Linear(2, 3), _with(nn.LayerNorm(3), eps="1e-5")),
+        "[1]: LayerNorm: eps is str '1e-5', not a number",
+    ),
+    "eps a bool": (
+        nn.Sequential(nn.Linear(2, 3), _with(nn.LayerNorm(3), eps=True)),
+        "eps is bool True, not a number",
+    ),
+    "normalized_shape strings": (
+        nn.Sequential(nn.Linear(2, 3), _with(nn.LayerNorm(3), normalized_shape=("3",))),
+        "normalized_shape ('3',) is not integers",
+    ),
+    "gain of the wrong shape": (
+        nn.Sequential(nn.Linear(2, 3), _with(nn.LayerNorm(3), weight=nn.Parameter(torch.ones(4)))),
+        "[1]: LayerNorm.weight: shape [4], but [3] is needed",
+    ),
+    "Dropout p a string": (
+        nn.Sequential(nn.Linear(2, 3), _with(nn.Dropout(0.1).eval(), p="0.1")),
+        "[1]: Dropout: p is str '0.1', not a number",
+    ),
+    "Dropout p above 1": (
+        nn.Sequential(nn.Linear(2, 3), _with(nn.Dropout(0.1).eval(), p=2.0)),
+        "p is 2.0; a finite number in [0, 1]",
+    ),
+    "Dropout training a string": (
+        nn.Sequential(nn.Linear(2, 3), _with(nn.Dropout(0.1), training="no")),
+        "training is 'no', not True or False",
+    ),
+    "out_features a string": (
+        nn.Sequential(_with(nn.Linear(2, 3), out_features="3")),
+        "[0]: Linear: out_features is str '3', not an integer",
+    ),
+    "weight shape against out_features": (
+        nn.Sequential(_with(nn.Linear(2, 3), weight=nn.Parameter(torch.ones(4, 2)))),
+        "[0]: Linear.weight: shape [4, 2], but out_features 3 and in_features 2 need [3, 2]",
+    ),
+    "3-D Linear weight": (
+        nn.Sequential(_with(nn.Linear(2, 3), weight=nn.Parameter(torch.ones(3, 2, 1)))),
+        "[0]: Linear.weight: a 3-D tensor of shape [3, 2, 1]",
+    ),
+    "float8 Linear weight": (
+        nn.Sequential(
+            _with(nn.Linear(2, 3), weight=nn.Parameter(torch.ones(3, 2).to(torch.float8_e5m2)))
+        ),
+        "[0]: Linear.weight: weights of dtype float8_e5m2",
+    ),
+    "no weight": (
+        nn.Sequential(_with(nn.Linear(2, 3), weight=None)),
+        "[0]: Linear.weight: not a tensor (got NoneType)",
+    ),
+    "bias of the wrong shape": (
+        nn.Sequential(_with(nn.Linear(2, 3), bias=nn.Parameter(torch.ones(2)))),
+        "[0]: Linear.bias: shape [2], but [3] is needed",
+    ),
+    "Flatten of everything": (
+        nn.Sequential(nn.Flatten(0, -1), nn.Linear(2, 3)),
+        "[0]: Flatten: start_dim 0, end_dim -1 do not leave a (rows, features) input",
+    ),
+    "a Sequential that contains itself": (
+        _self_containing(),
+        "model.pt[1]: a Sequential that contains itself",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(NOT_LN_NETS))
+def test_import_refuses_what_is_not_a_float_ln_net(tmp_path, capsys, case):
+    obj, message = NOT_LN_NETS[case]
+    assert message in import_error(tmp_path, obj, capsys)
+
+
+def test_a_shared_child_is_not_walked_exponentially(tmp_path, capsys):
+    s = nn.Sequential(nn.Linear(2, 2), nn.LayerNorm(2))
+    for _ in range(17):  # 2^17 copies of the pair: the pickle holds one
+        s = nn.Sequential(s, s)
+    assert "more than 100000 modules, beyond the limit" in import_error(tmp_path, s, capsys)
+
+
+def test_import_refuses_huge_module_indices_before_allocating(tmp_path, capsys):
+    # 100000000.weight once allocated 3.5 GB (a list of the missing indices), 10^12 without bound
+    for key in ["100000000.weight", f"{10**12}.bias", "9" * 5000 + ".weight"]:
+        err = import_error(tmp_path, {key: torch.ones(2)}, capsys)
+        assert "beyond the limit of 100000 modules" in err
+        assert len(err) < 300
+
+
+def test_import_applies_the_read_limits_from_the_shapes(tmp_path, capsys, monkeypatch):
+    from lncapacity import fileformat
+
+    def huge(*shape):  # claims any shape, holds one float
+        return torch.empty(1).expand(*shape)
+
+    # 2 x 8,388,608 floats: 2.4 GB and 21 s before, refused now without reading them
+    sd = {"0.weight": huge(8_388_608, 1), "1.weight": huge(8_388_608)}
+    assert "[0]: Linear: out_features 8388608, beyond the limit of 1000" in import_error(
+        tmp_path, sd, capsys
+    )
+    wide = nn.Sequential(nn.Linear(2, 1500), nn.LayerNorm(1500), nn.Linear(1500, 2))
+    assert "[0]: Linear: out_features 1500, beyond the limit of 1000" in import_error(
+        tmp_path, wide, capsys
+    )
+    sd = {"0.weight": huge(3, 100_001)}
+    assert "100001 input features, beyond the limit of 100000" in import_error(tmp_path, sd, capsys)
+    # consecutive Linear maps are composed exactly: 10^9 products refused
+    sd = {"0.weight": huge(1000, 1000), "1.weight": huge(1000, 1000)}
+    assert "more than 10000000 exact products" in import_error(tmp_path, sd, capsys)
+    # LayerNorms without weights still need n x n identity maps: 50 x 10^6 numbers
+    deep = nn.Sequential(*[nn.LayerNorm(1000, elementwise_affine=False) for _ in range(50)])
+    assert "more than 4194304 numbers" in import_error(tmp_path, deep, capsys)
+    monkeypatch.setattr(fileformat, "MAX_DEPTH", 3)
+    deep = nn.Sequential(*[m for _ in range(4) for m in (nn.Linear(2, 2), nn.LayerNorm(2))])
+    assert "[7]: LayerNorm: more than 3 LayerNorms, beyond the limit" in import_error(
+        tmp_path, deep, capsys
+    )
+
+
+def test_import_never_writes_a_net_verify_refuses(tmp_path, capsys, monkeypatch):
+    from lncapacity import fileformat
+
+    model = MODELS["affine"]
+    monkeypatch.setattr(fileformat, "MAX_FILE_BYTES", 500)
+    err = import_error(tmp_path, model, capsys)
+    assert "the net takes" in err and "beyond the limit of 0 MiB for a net" in err
+
+
+def test_torch_files_are_bounded_and_mapped(tmp_path, capsys, monkeypatch):
+    import zipfile
+
+    from lncapacity import interop
+
+    seen = []
+    load = torch.load
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("mmap"))
+        return load(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "load", spy)
+    model = MODELS["affine"]
+    torch.save(model.state_dict(), tmp_path / "sd.pt")
+    torch.save(model.state_dict(), tmp_path / "old.pt", _use_new_zipfile_serialization=False)
+    net = from_torch(model)
+    assert load_torch(tmp_path / "sd.pt", eps=1e-5) == net
+    assert load_torch(tmp_path / "old.pt", eps=1e-5) == net
+    assert seen == [True, False]  # the zip format is mapped: shapes are read, data only later
+
+    # a deflated zip (torch.save never writes one) is bounded by what its entries expand to
+    def deflated(path, out):
+        with zipfile.ZipFile(path) as z, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as o:
+            for info in z.infolist():
+                o.writestr(info.filename, z.read(info.filename))
+
+    deflated(tmp_path / "sd.pt", tmp_path / "z.pt")
+    assert load_torch(tmp_path / "z.pt") == net
+    assert seen[-1] is False  # torch cannot map compressed entries
+    torch.save({"0.weight": torch.zeros(100, 100)}, tmp_path / "zeros.pt")
+    deflated(tmp_path / "zeros.pt", tmp_path / "bomb.pt")  # 40 kB in about 0.5 kB
+    monkeypatch.setattr(interop, "MAX_TORCH_FILE_BYTES", 20_000)
+    assert (tmp_path / "bomb.pt").stat().st_size < 20_000
+    with pytest.raises(InputError, match=r"bomb\.pt: its zip entries expand to \d+ bytes, beyond"):
+        load_torch(tmp_path / "bomb.pt")
+    monkeypatch.setattr(interop, "MAX_TORCH_FILE_BYTES", 100)
+    with pytest.raises(InputError, match=r"sd\.pt: \d+ bytes, beyond the limit of 0 MiB"):
+        load_torch(tmp_path / "sd.pt")
+
+
+class _Evil:
+    def __reduce__(self):
+        import os
+
+        return (os.system, ("echo ran",))
+
+
+class _Dict(dict):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("obj", "glob"),
+    [
+        (nn.Sequential(nn.Linear(2, 2), nn.ReLU()), "torch.nn.modules.activation.ReLU"),
+        ({"0.weight": _Evil()}, "posix.system" if sys.platform != "win32" else "nt.system"),
+        (_Dict({"0.weight": torch.ones(2)}), f"{__name__}._Dict"),
+        ({"0.weight": torch.ones(2), "f": functools.partial(print)}, "functools.partial"),
+    ],
+)
+def test_a_refused_pickle_names_its_class_and_gives_no_unsafe_advice(tmp_path, capsys, obj, glob):
+    err = import_error(tmp_path, obj, capsys)
+    assert f"it pickles {glob}, which is not an LN-Net module" in err
+    assert "weights_only" not in err and "False" not in err
