@@ -35,7 +35,7 @@ from typing import Any
 
 from flint import arb, arb_poly, ctx, fmpq, fmpq_poly, fmpz_poly
 
-from .arith import arb_to_fmpq, format_rational, parse_rational, precision, shown
+from .arith import format_rational, parse_rational, precision, shown, to_float
 
 __all__ = ["MAX_NODES", "Radical", "RadicalProgram", "is_radical", "number_ball"]
 
@@ -282,8 +282,8 @@ class Radical:
         return self.program.balls(prec)[self.index]
 
     def __float__(self) -> float:
-        with precision(128):
-            return float(arb_to_fmpq(self.ball(128).mid()))
+        """The midpoint of the 128-bit ball; ``±inf`` beyond the float range (:func:`to_float`)."""
+        return to_float(self)
 
     def _bin(self, name: str, other: Any, swap: bool = False) -> Radical:
         if not isinstance(other, (Radical, fmpq, int)):

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from fractions import Fraction
 from numbers import Integral, Rational
+from typing import Any
 
 from flint import arb, ctx, fmpq, fmpz
 
@@ -29,6 +30,7 @@ __all__ = [
     "ball",
     "dyadic_between",
     "exact",
+    "finite_float",
     "format_rational",
     "json_float",
     "lower_bound_float",
@@ -148,13 +150,92 @@ def parse_rational(text: str, *, decimals: bool = False) -> fmpq:
     return fmpq(mantissa, 10 ** (-exponent))
 
 
-def to_float(q: fmpq) -> float:
-    """``q`` correctly rounded to a float; ``±inf`` beyond the float range (never raises)."""
-    p, r = int(q.p), int(q.q)
+def to_float(x: Any) -> float:
+    """``x`` as a float64, ``±inf`` beyond the float range: never raises ``OverflowError``.
+
+    The one conversion of exact numbers to floats (the float backends, export, pictures,
+    explanations): exact rationals (:class:`fmpq`, ``int``, :class:`fmpz`,
+    :class:`fractions.Fraction`) are correctly rounded; a ball (:class:`arb`) gives its
+    midpoint, an algebraic number (anything with a ``ball(prec)`` method, such as
+    :class:`lncapacity.algebraic.Radical`) the midpoint of its 128-bit ball; floats and
+    NumPy scalars pass through ``float``.  Magnitudes beyond the largest float become
+    ``±inf``, below the smallest ``±0.0``, so a float computation with them reports
+    "overflow or NaN" instead of crashing; where a finite float is required, check
+    ``math.isfinite`` (see :func:`finite_float`).
+    """
+    if isinstance(x, float):
+        return x
+    if isinstance(x, fmpq):
+        p, r = int(x.p), int(x.q)
+    elif isinstance(x, (Integral, fmpz)) and not isinstance(x, bool):
+        p, r = int(x), 1
+    elif isinstance(x, Fraction):
+        p, r = x.numerator, x.denominator
+    elif isinstance(x, arb):
+        return _arb_float(x)
+    elif callable(getattr(x, "ball", None)):
+        with precision(128):
+            return _arb_float(x.ball(128))
+    else:
+        return float(x)
     try:
         return p / r  # int true division rounds correctly
     except OverflowError:
         return math.inf if p > 0 else -math.inf
+
+
+def _arb_float(x: arb) -> float:
+    """The midpoint of ``x`` as a float (``±inf``/``±0.0`` beyond the range, NaN if unbounded)."""
+    mid = x.mid()
+    if not mid.is_finite():
+        return math.nan
+    m, e = (int(v) for v in mid.man_exp())
+    if m == 0:
+        return 0.0
+    top = m.bit_length() + e  # 2**(top - 1) <= |mid| < 2**top
+    if top > 1025:
+        return math.inf if m > 0 else -math.inf
+    if top < -1080:
+        return math.copysign(0.0, m)
+    return to_float(arb_to_fmpq(mid))
+
+
+def finite_float(x: Any, where: str, dtype: str = "float64") -> float:
+    """:func:`to_float` of ``x``, or :class:`~lncapacity.errors.InputError` (one line naming
+    ``where``) if it is not finite in ``dtype`` (``"float64"``, ``"float32"``, ``"float16"``
+    or ``"bfloat16"``: the largest finite value of each)."""
+    f = to_float(x)
+    if not math.isfinite(f) or abs(f) > FLOAT_MAX.get(dtype, sys.float_info.max):
+        from .errors import InputError
+
+        raise InputError(
+            f"{where}: {magnitude(x)} is beyond the {dtype} range (largest finite value "
+            f"{FLOAT_MAX.get(dtype, sys.float_info.max):.4g}); a float model needs finite weights"
+        )
+    return f
+
+
+FLOAT_MAX = {
+    "float64": sys.float_info.max,
+    "float32": 3.4028234663852886e38,
+    "float16": 65504.0,
+    "bfloat16": 3.3895313892515355e38,
+}
+"""The largest finite value of each float type."""
+
+
+def magnitude(x: Any) -> str:
+    """``x`` in a few characters for messages: ``"1.5e+30"``, or ``"10^400"`` (its decimal
+    order of magnitude) beyond the float range."""
+    f = to_float(x)
+    if math.isfinite(f):
+        return f"{f:.4g}"
+    if math.isnan(f):
+        return "an unbounded value"
+    with precision(128):
+        b = x.ball(128) if callable(getattr(x, "ball", None)) else arb(x)
+        k = int(arb_to_fmpq((abs(b.mid()).log() / arb(10).log()).mid()).floor())
+    return f"{'-' if f < 0 else ''}10^{k}" if k < 10**6 else f"{'-' if f < 0 else ''}10^(10^6+)"
 
 
 def format_rational(q: fmpq) -> str:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import __version__, fileformat, floats
-from .arith import json_float
+from .arith import json_float, to_float
 from .certify import Certificate, certify, exact_scores
 from .construct import CHOICES, DEFAULT_METHOD, build
 from .data import PointSet, load_points
@@ -570,7 +570,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         "depth": net.depth,
         "classes": list(net.classes),
         "eps": str(net.eps),
-        "eps_float": float(net.eps),
+        "eps_float": json_float(to_float(net.eps)),
         "layernorm_affine": [not net.norm(i).is_identity for i in range(net.depth)],
         "dtype": net.meta["torch"]["dtype"],
     }
@@ -583,7 +583,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             f"{args.model}: {len(net.meta['torch']['modules'])} modules, "
             f"{summary['dtype']} weights read exactly\n"
             f"net: input {net.input_dim}, widths {widths}, depth {net.depth}, "
-            f"{len(net.classes)} outputs, eps {float(net.eps):g}, "
+            f"{len(net.classes)} outputs, eps {to_float(net.eps):g}, "
             f"{affine} LayerNorms with gain/bias ({doc['format']})\n"
             f"wrote {args.out}"
         )

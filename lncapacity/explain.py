@@ -50,6 +50,7 @@ Column values for :func:`explain` are computed in ball arithmetic (python-flint
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import re
@@ -61,7 +62,7 @@ import numpy as np
 from flint import arb, fmpq
 
 from .algebraic import refuse_radicals
-from .arith import format_rational, json_float, parse_rational, precision
+from .arith import format_rational, json_float, parse_rational, precision, to_float
 from .certify import Certificate, _rank_one, certify, scalar_chain
 from .data import PointSet, points_from_arrays
 from .errors import InputError
@@ -171,9 +172,10 @@ def reads(net: LNNet[fmpq]) -> list[Read | None]:
 
 
 def _amplitude(row: Sequence[float]) -> float:
-    """``sqrt 3 |P row|``: the largest ``row . h`` over the circle of radius ``sqrt 3``."""
+    """``sqrt n |P row|``: the largest ``row . h`` over LayerNorm outputs of width ``n``
+    (the sphere of radius ``sqrt n`` in ``1^perp``; ``sqrt 3`` for width 3)."""
     r = np.asarray(row, dtype=np.float64)
-    return float(math.sqrt(3.0) * np.linalg.norm(r - r.mean()))
+    return float(math.sqrt(len(r)) * np.linalg.norm(r - r.mean()))
 
 
 # ---------------------------------------------------------------------------
@@ -195,10 +197,19 @@ class Trace:
     angles: np.ndarray
     radius: np.ndarray
     scores: np.ndarray
+    principal: list[np.ndarray] | None = None
+    """Per column ``c = 0..L`` (the input, then each layer's output), every point's
+    coordinate along the first principal axis of that column's points, over the largest
+    absolute one: a value per layer for any net (None if not computed)."""
 
     @property
     def depth(self) -> int:
         return len(self.values) - 1
+
+    @property
+    def on_circle(self) -> bool:
+        """Whether every layer has width 3 (then ``angles`` has one row per layer)."""
+        return len(self.angles) == self.depth
 
     @property
     def has_values(self) -> bool:
@@ -206,11 +217,11 @@ class Trace:
 
 
 def _floats(a: Any) -> np.ndarray:
-    return np.array([[float(w) for w in row] for row in a], dtype=np.float64)
+    return np.array([[to_float(w) for w in row] for row in a], dtype=np.float64)
 
 
 def _unit(w: Sequence[fmpq]) -> np.ndarray:
-    x = np.array([float(c) for c in w])
+    x = np.array([to_float(c) for c in w])
     return x / np.linalg.norm(x)
 
 
@@ -223,10 +234,12 @@ def float_trace(net: LNNet[fmpq], X: Any) -> Trace:
     if h.ndim != 2 or h.shape[1] != net.input_dim:
         raise InputError(f"expected points of shape (m, {net.input_dim}), got {h.shape}")
     rd = reads(net)
-    eps = float(net.eps)
+    eps = to_float(net.eps)
     values: list[np.ndarray | None] = []
     amplitude: list[float] = []
     angles, radius = [], []
+    principal = [_principal(h)]
+    circle = all(w == 3 for w in net.widths)
     with np.errstate(all="ignore"):
         for j, layer in enumerate((*net.layers, net.readout)):
             r = rd[j]
@@ -234,7 +247,7 @@ def float_trace(net: LNNet[fmpq], X: Any) -> Trace:
                 values.append(None)
                 amplitude.append(math.nan)
             else:
-                row = np.array([float(c) for c in r.row])
+                row = np.array([to_float(c) for c in r.row])
                 s = h @ row
                 values.append(s)
                 if j == 0:
@@ -244,12 +257,18 @@ def float_trace(net: LNNet[fmpq], X: Any) -> Trace:
                     amplitude.append(_amplitude(row) or 1.0)
             if j == len(net.layers):
                 break
-            W, b = _floats(layer.W), np.array([float(x) for x in layer.b])
+            W, b = _floats(layer.W), np.array([to_float(x) for x in layer.b])
             h = layer_norm(product(h, W) + b, eps)
-            if h.shape[1] == 3:
+            norm = net.norm(j)
+            if norm.gain is not None:
+                h = h * np.array([to_float(g) for g in norm.gain])
+            if norm.bias is not None:
+                h = h + np.array([to_float(c) for c in norm.bias])
+            principal.append(_principal(h))
+            if circle:  # angles only when every layer lies on the circle (width 3)
                 angles.append(np.arctan2(h @ V_HAT, h @ U_HAT))
                 radius.append(np.linalg.norm(h, axis=1))
-        R, rb = _floats(net.readout.W), np.array([float(x) for x in net.readout.b])
+        R, rb = _floats(net.readout.W), np.array([to_float(x) for x in net.readout.b])
         scores = product(h, R) + rb
     m = h.shape[0]
     return Trace(
@@ -258,7 +277,21 @@ def float_trace(net: LNNet[fmpq], X: Any) -> Trace:
         np.array(angles).reshape(-1, m),
         np.array(radius).reshape(-1, m),
         scores,
+        principal,
     )
+
+
+def _principal(h: np.ndarray) -> np.ndarray:
+    """Each row's coordinate along the first principal axis of the rows, scaled to ``[-1, 1]``
+    (zeros when the rows coincide or are not finite)."""
+    with np.errstate(all="ignore"):
+        c = h - h.mean(axis=0)
+        if not np.all(np.isfinite(c)) or not np.any(c):
+            return np.zeros(len(h))
+        _, _, vt = np.linalg.svd(c, full_matrices=False)
+        p = c @ vt[0]
+        top = np.max(np.abs(p))
+        return p / top if top > 0 else np.zeros(len(h))
 
 
 def float_scores(net: LNNet[fmpq], X: np.ndarray, chunk: int = 4096) -> np.ndarray:
@@ -267,16 +300,22 @@ def float_scores(net: LNNet[fmpq], X: np.ndarray, chunk: int = 4096) -> np.ndarr
     The operations of the NumPy ``float64`` backend (:func:`lncapacity.floats.forward`),
     with the weights converted once.
     """
-    eps = float(net.eps)
-    maps = [(_floats(a.W), np.array([float(x) for x in a.b])) for a in net.layers]
-    R, rb = _floats(net.readout.W), np.array([float(x) for x in net.readout.b])
+    eps = to_float(net.eps)
+    maps = [(_floats(a.W), np.array([to_float(x) for x in a.b])) for a in net.layers]
+    norms = [
+        tuple(None if v is None else np.array([to_float(x) for x in v]) for v in (n.gain, n.bias))
+        for n in map(net.norm, range(net.depth))
+    ]
+    R, rb = _floats(net.readout.W), np.array([to_float(x) for x in net.readout.b])
     X = np.asarray(X, dtype=np.float64)
     out = np.empty((len(X), len(net.classes)))
     with np.errstate(all="ignore"):
         for i in range(0, len(X), chunk):
             h = X[i : i + chunk]
-            for W, b in maps:
+            for (W, b), (gain, bias) in zip(maps, norms, strict=True):
                 h = layer_norm(product(h, W) + b, eps)
+                h = h if gain is None else h * gain
+                h = h if bias is None else h + bias
             out[i : i + chunk] = product(h, R) + rb
     return out
 
@@ -294,13 +333,13 @@ def layer_curve(
     if a is None or nxt is None:
         raise InputError(f"layer {layer} has no scalar map (a map of rank above one)")
     L = net.layers[layer - 1]
-    col = np.array([float(c) for c in a.col])
-    b = np.array([float(x) for x in L.b])
+    col = np.array([to_float(c) for c in a.col])
+    b = np.array([to_float(x) for x in L.b])
     y = np.outer(np.asarray(s, dtype=np.float64), col) + b
     y = y - y.mean(axis=1, keepdims=True)
     with np.errstate(all="ignore"):
-        h = y / np.sqrt((y * y).mean(axis=1, keepdims=True) + float(net.eps))
-    return h @ np.array([float(c) for c in nxt.row])
+        h = y / np.sqrt((y * y).mean(axis=1, keepdims=True) + to_float(net.eps))
+    return h @ np.array([to_float(c) for c in nxt.row])
 
 
 # ---------------------------------------------------------------------------
@@ -347,11 +386,12 @@ def class_arcs(net: LNNet[fmpq], samples: int = 4096) -> list[tuple[float, float
     """
     if not net.layers or net.width != 3:
         raise InputError("class arcs need a width-3 net with at least one LayerNorm layer")
-    R, rb = _floats(net.readout.W), np.array([float(x) for x in net.readout.b])
+    R, rb = _floats(net.readout.W), np.array([to_float(x) for x in net.readout.b])
 
     def winner(t: np.ndarray) -> np.ndarray:
         h = math.sqrt(3.0) * (np.outer(np.cos(t), U_HAT) + np.outer(np.sin(t), V_HAT))
-        return np.argmax(h @ R.T + rb, axis=1)
+        with np.errstate(all="ignore"):  # weights beyond the float range: inf/NaN scores
+            return np.argmax(np.nan_to_num(h @ R.T + rb, nan=-np.inf), axis=1)
 
     t = np.linspace(-math.pi, math.pi, samples, endpoint=False)
     w = winner(t)
@@ -498,7 +538,7 @@ def _layer_constants(
     net: LNNet[fmpq], b: Sequence[fmpq], col: Sequence[fmpq], row: Sequence[fmpq]
 ) -> tuple[fmpq, fmpq, fmpq, fmpq, fmpq]:
     """``(s0, g, k, a1, a2)`` of ``s' = (a1 + a2 (s - s0)) / sqrt(g (s - s0)^2 + k)``, exact."""
-    n = net.width
+    n = len(b)  # the layer's width (widths may differ)
     mc, mb = sum(col, fmpq(0)) / n, sum(b, fmpq(0)) / n
     A = [c - mc for c in col]
     B = [x - mb for x in b]
@@ -519,7 +559,7 @@ def _gaps(values: Sequence[arb], labels: Sequence[Any], amplitude: float) -> dic
     label_gap, positive, where = math.inf, True, None
     for a, b in itertools.pairwise(order):
         gap = values[b] - values[a]
-        mid = float(gap.mid()) / amplitude
+        mid = to_float(gap.mid()) / amplitude
         if labels[a] != labels[b]:
             if mid < label_gap:
                 label_gap, positive, where = mid, bool(gap > 0), (a, b)
@@ -534,14 +574,14 @@ def _gaps(values: Sequence[arb], labels: Sequence[Any], amplitude: float) -> dic
 
 def _float_column(values: np.ndarray, labels: Sequence[Any], amplitude: float) -> dict[str, Any]:
     """As :func:`_gaps`, in float64 (nets without a scalar chain)."""
-    return _gaps([arb(float(v)) for v in values], labels, amplitude)
+    return _gaps([arb(to_float(v)) for v in values], labels, amplitude)
 
 
 def _show(v: Any) -> str:
     """A metadata value in a few characters: rational strings as decimals."""
     if isinstance(v, str):
         try:
-            return f"{float(parse_rational(v)):.6g}"
+            return f"{to_float(parse_rational(v)):.6g}"
         except (ValueError, OverflowError):
             return v if len(v) <= 40 else v[:37] + "..."
     if isinstance(v, list):
@@ -647,11 +687,9 @@ def explain(
     labels_arr = np.array(cls_index, dtype=np.intp)
     floats_of: list[np.ndarray | None] = list(trace.values)
     if cols is not None:  # merges and folded ends read from the balls' midpoints
-        floats_of = [np.array([float(b.mid()) for b in c]) for c in cols]
+        floats_of = [np.array([to_float(b.mid()) for b in c]) for c in cols]
         floats_of += [None] * (len(trace.values) - len(floats_of))
-    history = merge_history(
-        net, Trace(floats_of, trace.amplitude, trace.angles, trace.radius, trace.scores), labels_arr
-    )
+    history = merge_history(net, dataclasses.replace(trace, values=floats_of), labels_arr)
 
     def column_summary(c: int) -> dict[str, Any] | None:
         col = columns[c] if c < len(columns) else None
@@ -698,7 +736,7 @@ def explain(
             entry["joined_runs"] = joined
             entry["merged_values"] = history[i - 1]
             if "fold_point" in entry and entry["fold_point"] is not None:
-                fp = float(parse_rational(entry["fold_point"]))
+                fp = to_float(parse_rational(entry["fold_point"]))
                 vals = floats_of[i - 1]
                 assert vals is not None
                 left = int(np.sum(vals < fp))
@@ -786,13 +824,13 @@ def _g(x: Any) -> str:
 def _layer_words(e: Mapping[str, Any], names: Sequence[Any]) -> str:
     parts = [f"layer {e['layer']}: {_describe_kind(e['kind'], e['meta'], e.get('why'))}."]
     if e.get("centre") is not None:
-        c = float(parse_rational(e["centre"]))
+        c = to_float(parse_rational(e["centre"]))
         off = e.get("offset_squared")
-        beta = math.sqrt(float(parse_rational(off))) if off is not None else None
+        beta = math.sqrt(to_float(parse_rational(off))) if off is not None else None
         fp = e.get("fold_point")
         s = f"centre {c:.6g}, offset {_g(beta)}"
         if fp is not None and fp != e["centre"]:
-            s += f", fold point {float(parse_rational(fp)):.6g}"
+            s += f", fold point {to_float(parse_rational(fp)):.6g}"
         parts.append(s + ".")
     folded = e.get("folded")
     if folded:
@@ -825,14 +863,14 @@ def _readout_words(r: Mapping[str, Any], net: LNNet[fmpq]) -> str:
             return f"readout: every value gives class {r['intervals'][0]['class']}."
         pieces = []
         for iv in r["intervals"]:
-            lo = "-inf" if iv["from"] is None else f"{float(parse_rational(iv['from'])):.6g}"
-            hi = "+inf" if iv["to"] is None else f"{float(parse_rational(iv['to'])):.6g}"
+            lo = "-inf" if iv["from"] is None else f"{to_float(parse_rational(iv['from'])):.6g}"
+            hi = "+inf" if iv["to"] is None else f"{to_float(parse_rational(iv['to'])):.6g}"
             pieces.append(f"{iv['class']} on ({lo}, {hi})")
         head = "readout: the last value decides: "
         if r.get("kind") == "envelope" and "lines" in r:
             slope = {ln["class"]: ln["slope"] for ln in r["lines"]}
             slopes = ", ".join(f"{slope[iv['class']]} ({iv['class']})" for iv in r["intervals"])
-            taus = ", ".join(f"{float(parse_rational(t)):.6g}" for t in r["thresholds"])
+            taus = ", ".join(f"{to_float(parse_rational(t)):.6g}" for t in r["thresholds"])
             head = (
                 f"readout: an upper envelope of {len(r['lines'])} lines in the last value, "
                 f"slopes {slopes}, meeting at the thresholds {taus}: "
@@ -844,4 +882,11 @@ def _readout_words(r: Mapping[str, Any], net: LNNet[fmpq]) -> str:
             + ", ".join(f"{a['class']} on ({a['from']:.3f}, {a['to']:.3f}) rad" for a in r["arcs"])
             + "."
         )
-    return "readout: an affine map of the input (no LayerNorm layers)."
+    if not net.layers:
+        return "readout: an affine map of the input (no LayerNorm layers)."
+    n, k = net.widths[-1], len(net.classes)
+    after = "" if net.norm(net.depth - 1).is_identity else " (with its gain and bias)"
+    return (
+        f"readout: {k} scores, an affine map of layer {net.depth}'s LayerNorm output{after} "
+        f"in R^{n} (rank above one: no single value decides); the highest score wins."
+    )

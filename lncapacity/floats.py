@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from flint import fmpq
 
 from .arith import to_float
 from .data import PointSet
@@ -97,8 +96,8 @@ def _check_backend(backend: str) -> None:
 
 
 def _float(v: Any) -> float:
-    """A weight as a float64: exact rationals correctly rounded, ``±inf`` beyond the range."""
-    return to_float(v) if isinstance(v, fmpq) else float(v)
+    """A weight as a float64: exact numbers correctly rounded, ``±inf`` beyond the range."""
+    return to_float(v)
 
 
 def _array(a: Affine[Any], dt: type) -> tuple[np.ndarray, np.ndarray]:
@@ -108,7 +107,7 @@ def _array(a: Affine[Any], dt: type) -> tuple[np.ndarray, np.ndarray]:
         return W.reshape(a.shape).astype(dt), b.astype(dt)
 
 
-def to_torch(net: LNNet[Any], dtype: str = "float64") -> torch.nn.Sequential:
+def to_torch(net: LNNet[Any], dtype: str = "float64", finite: bool = True) -> torch.nn.Sequential:
     """``net`` as a ``torch.nn.Sequential`` of PyTorch's own modules, in ``dtype``.
 
     One ``torch.nn.Linear`` per affine map, each followed (except the readout) by
@@ -118,14 +117,16 @@ def to_torch(net: LNNet[Any], dtype: str = "float64") -> torch.nn.Sequential:
     ``"float32"``; through float64, exactly as the NumPy backend rounds them), on
     the CPU; the global random state is left untouched.  The module maps a
     ``(m, input_dim)`` tensor to the ``(m, len(classes))`` scores.  This is
-    :func:`lncapacity.interop.to_torch` restricted to the NumPy backends' dtypes.
+    :func:`lncapacity.interop.to_torch` restricted to the NumPy backends' dtypes
+    (``finite=False``: weights beyond the range become ``±inf``, as the backends run them;
+    by default :class:`~lncapacity.errors.InputError`).
     """
     from .interop import to_torch as interop_to_torch
 
     _torch()
     if dtype not in DTYPES:
         raise InputError(f"unknown dtype {dtype!r} (choose from {', '.join(DTYPES)})")
-    return interop_to_torch(net, dtype)
+    return interop_to_torch(net, dtype, finite=finite)
 
 
 def forward(net: LNNet[Any], X: Any, backend: str = "float64") -> np.ndarray:
@@ -157,9 +158,9 @@ def forward(net: LNNet[Any], X: Any, backend: str = "float64") -> np.ndarray:
             h = layer_norm(product(h, W) + b, eps)
             norm = net.norm(i)
             if norm.gain is not None:
-                h = h * np.array([float(g) for g in norm.gain], dtype=dt)
+                h = h * np.array([_float(g) for g in norm.gain], dtype=np.float64).astype(dt)
             if norm.bias is not None:
-                h = h + np.array([float(c) for c in norm.bias], dtype=dt)
+                h = h + np.array([_float(c) for c in norm.bias], dtype=np.float64).astype(dt)
         R, r = _array(net.readout, dt)
         return product(h, R) + r
 
@@ -181,7 +182,7 @@ def _forward_torch(net: LNNet[Any], h: np.ndarray, dtype: str) -> np.ndarray:
         # wrong points: no warning reaches stderr (NumPy's cast, PyTorch's own)
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = to_torch(net, dtype)
+            model = to_torch(net, dtype, finite=False)
             with torch.no_grad():
                 return model(torch.from_numpy(h.astype(DTYPES[dtype]))).numpy()
 

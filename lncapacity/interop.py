@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from flint import fmpq
 
+from .arith import FLOAT_MAX, finite_float, to_float
 from .errors import InputError
 from .model import Affine, Label, LNNet, Norm
 
@@ -695,7 +696,25 @@ def default_dtype(net: LNNet[Any]) -> str:
     return dt if dt in TORCH_DTYPES else "float64"
 
 
-def to_torch(net: LNNet[Any], dtype: str | None = None) -> torch.nn.Sequential:
+def _floats(values: Any, where: str, dtype: str, finite: bool) -> np.ndarray:
+    """Exact numbers (a vector or a matrix) as float64, each rounded by :func:`to_float`;
+    with ``finite``, :class:`InputError` naming ``where`` for one beyond the ``dtype`` range."""
+    rows = values if values and isinstance(values[0], (list, tuple)) else [values]
+    out = []
+    for i, row in enumerate(rows):
+        fs = [to_float(v) for v in row]
+        if finite and not all(abs(f) <= FLOAT_MAX[dtype] for f in fs):  # NaN fails too
+            j = next(j for j, f in enumerate(fs) if not abs(f) <= FLOAT_MAX[dtype])
+            name = f"{where}[{i}][{j}]" if rows is values else f"{where}[{j}]"
+            finite_float(row[j], f"export: {name}", dtype)  # raises
+        out.append(fs)
+    a = np.array(out, dtype=np.float64)
+    return a if rows is values else a[0]
+
+
+def to_torch(
+    net: LNNet[Any], dtype: str | None = None, *, finite: bool = True
+) -> torch.nn.Sequential:
     """``net`` as a ``torch.nn.Sequential`` of PyTorch's own modules, in ``dtype``.
 
     One ``torch.nn.Linear`` per affine map, each followed (except the readout) by
@@ -707,6 +726,8 @@ def to_torch(net: LNNet[Any], dtype: str | None = None) -> torch.nn.Sequential:
     weights that came from that dtype).  On the CPU, in eval mode, without
     gradients; the global random state is left untouched.
     The module maps a ``(m, input_dim)`` tensor to the ``(m, len(classes))`` scores.
+    A weight or ``eps`` beyond the range of ``dtype`` is an :class:`InputError` naming it
+    (``finite=False``: it becomes ``±inf``, as the float backends run it).
     """
     torch = _torch()
     dtype = default_dtype(net) if dtype is None else dtype
@@ -715,37 +736,38 @@ def to_torch(net: LNNet[Any], dtype: str | None = None) -> torch.nn.Sequential:
     tdt = getattr(torch, dtype)
     nn = torch.nn
 
-    def tensor(values: Any) -> Any:
-        return torch.from_numpy(np.array(values, dtype=np.float64)).to(tdt)
+    def tensor(values: Any, where: str) -> Any:
+        return torch.from_numpy(_floats(values, where, dtype, finite)).to(tdt)
 
-    def linear(a: Affine[Any]) -> torch.nn.Linear:
+    def linear(a: Affine[Any], where: str) -> torch.nn.Linear:
         rows, cols = a.shape
         lin = nn.Linear(cols, rows, dtype=tdt)  # its random start is overwritten
         with torch.no_grad():
-            lin.weight.copy_(tensor([[float(w) for w in row] for row in a.W]).reshape(rows, cols))
-            lin.bias.copy_(tensor([float(v) for v in a.b]))
+            lin.weight.copy_(tensor(a.W, f"{where}.W").reshape(rows, cols))
+            lin.bias.copy_(tensor(a.b, f"{where}.b"))
         return lin
 
-    def layer_norm(n: int, norm: Norm[Any]) -> torch.nn.LayerNorm:
+    def layer_norm(n: int, norm: Norm[Any], where: str) -> torch.nn.LayerNorm:
         affine = not norm.is_identity
         ln = nn.LayerNorm(
-            n, eps=float(net.eps), elementwise_affine=affine, bias=norm.bias is not None, dtype=tdt
+            n, eps=eps, elementwise_affine=affine, bias=norm.bias is not None, dtype=tdt
         )
         if affine:
             with torch.no_grad():
-                ln.weight.copy_(tensor([float(g) for g in (norm.gain or [1] * n)]))
+                ln.weight.copy_(tensor(norm.gain or [1] * n, f"{where}.ln.gain"))
                 if norm.bias is not None:
-                    ln.bias.copy_(tensor([float(c) for c in norm.bias]))
+                    ln.bias.copy_(tensor(norm.bias, f"{where}.ln.bias"))
         return ln
 
+    eps = finite_float(net.eps, "export: eps", dtype) if finite else to_float(net.eps)
     modules: list[torch.nn.Module] = []
     # the modules' random initialisation must not move the caller's random state
     # (fork_rng restores it; nn.utils.skip_init would too, but costs 0.5 s on its first call)
     with torch.random.fork_rng(devices=[]):
         for i, layer in enumerate(net.layers):
-            modules.append(linear(layer))
-            modules.append(layer_norm(len(layer.b), net.norm(i)))
-        modules.append(linear(net.readout))
+            modules.append(linear(layer, f"layers[{i}]"))
+            modules.append(layer_norm(len(layer.b), net.norm(i), f"layers[{i}]"))
+        modules.append(linear(net.readout, "readout"))
     return nn.Sequential(*modules).eval().requires_grad_(False)
 
 
@@ -800,34 +822,36 @@ def to_onnx(net: LNNet[Any], dtype: str = "float32") -> bytes:
     inits: list[Any] = []
     nodes: list[Any] = []
 
-    def const(name: str, values: Any) -> str:
-        inits.append(numpy_helper.from_array(np.array(values, dtype=np.float64).astype(npdt), name))
+    def const(name: str, values: Any, where: str) -> str:
+        a = _floats(values, where, dtype, True)
+        inits.append(numpy_helper.from_array(a.astype(npdt), name))
         return name
 
-    def gemm(a: Affine[Any], x: str, out: str) -> None:
-        rows, cols = a.shape
-        W = np.array([[float(w) for w in row] for row in a.W], dtype=np.float64).reshape(rows, cols)
-        w, b = const(f"{out}_W", W), const(f"{out}_b", [float(v) for v in a.b])
+    def gemm(a: Affine[Any], x: str, out: str, where: str) -> None:
+        w = const(f"{out}_W", [list(row) for row in a.W], f"{where}.W")  # rows x cols
+        b = const(f"{out}_b", list(a.b), f"{where}.b")
         nodes.append(helper.make_node("Gemm", [x, w, b], [out], transB=1))
 
+    # ONNX stores epsilon as a float32 attribute
+    eps = finite_float(net.eps, "export: eps", "float32")
     x = "x"
     for i, layer in enumerate(net.layers):
         n = len(layer.b)
-        gemm(layer, x, f"y{i + 1}")
+        gemm(layer, x, f"y{i + 1}", f"layers[{i}]")
         norm = net.norm(i)
-        scale = const(f"ln{i + 1}_gain", [float(g) for g in (norm.gain or [1] * n)])
-        bias = const(f"ln{i + 1}_bias", [float(c) for c in (norm.bias or [0] * n)])
+        scale = const(f"ln{i + 1}_gain", list(norm.gain or [1] * n), f"layers[{i}].ln.gain")
+        bias = const(f"ln{i + 1}_bias", list(norm.bias or [0] * n), f"layers[{i}].ln.bias")
         nodes.append(
             helper.make_node(
                 "LayerNormalization",
                 [f"y{i + 1}", scale, bias],
                 [f"h{i + 1}"],
                 axis=-1,
-                epsilon=float(net.eps),
+                epsilon=eps,
             )
         )
         x = f"h{i + 1}"
-    gemm(net.readout, x, "z")
+    gemm(net.readout, x, "z", "readout")
     graph = helper.make_graph(
         nodes,
         "lnnet",

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import fileformat
+from .arith import to_float
 from .certify import Certificate
 from .errors import InputError
 from .explain import (
@@ -211,6 +212,13 @@ def _ladder_columns(
                     ys[c] = -ys[c]
             return cols, ys, "position in sorted order\n(each column oriented like the one before)"
         return cols, ys, "value / amplitude"
+    if mode == "principal":
+        ys = list(trace.principal or [])
+        for c in range(1, len(ys)):  # undo reversals: orient like the previous column
+            if np.dot(ys[c], ys[c - 1]) < 0:
+                ys[c] = -ys[c]
+        label = "first principal coordinate / largest\n(each column oriented like the one before)"
+        return list(range(len(ys))), ys, label
     if trace.values[0] is not None:
         v = trace.values[0]
         cols.append(0)
@@ -225,6 +233,8 @@ def _final_bands(
     net: LNNet[Any], trace: Trace, mode: str
 ) -> tuple[list[tuple[float, float, int]], list[float]]:
     """The readout's class bands ``(y0, y1, class)`` at the last column, and its thresholds."""
+    if mode == "principal":
+        return [], []
     if mode == "angle":
         if not trace.depth:
             return [], []
@@ -243,9 +253,9 @@ def _final_bands(
         if x is None:
             return default
         if mode == "rank":
-            below = int(np.sum(last < float(x)))
+            below = int(np.sum(last < to_float(x)))
             return 2 * (below - 0.5) / max(len(last) - 1, 1) - 1
-        return (float(x) - shift) / a
+        return (to_float(x) - shift) / a
 
     bands, cuts = [], []
     for lo, hi, c in iv:
@@ -273,7 +283,9 @@ def ladder(
     rank-one maps), ``"rank"`` (the point's position in each column's sorted
     order, oriented like the column before, merged values sharing one place:
     the paper's picture, every merge visible), ``"angle"`` (the angle on the
-    circle) or ``"auto"`` (value when possible, else angle).  Lines that meet
+    circle: every layer of width 3), ``"principal"`` (each column's first principal
+    coordinate: any net, e.g. a trained one of other widths) or ``"auto"`` (value when
+    possible, else angle, else principal).  Lines that meet
     are merges; at the last column the readout's thresholds (dashed) and the
     values (or arcs) each class wins (bar) are drawn.
     """
@@ -283,11 +295,13 @@ def ladder(
 
     points, idx, trace = _setup(net, X, y, trace)
     if mode == "auto":
-        mode = "value" if trace.has_values else "angle"
-    if mode not in ("value", "rank", "angle"):
-        raise InputError(f"ladder mode must be value, rank, angle or auto, got {mode!r}")
-    if mode != "angle" and not trace.has_values:
-        raise InputError("this net has a map of rank above one: use mode='angle'")
+        mode = "value" if trace.has_values else "angle" if trace.on_circle else "principal"
+    if mode not in ("value", "rank", "angle", "principal"):
+        raise InputError(f"ladder mode must be value, rank, angle, principal or auto, got {mode!r}")
+    if mode in ("value", "rank") and not trace.has_values:
+        raise InputError("this net has a map of rank above one: use mode='angle' or 'principal'")
+    if mode == "angle" and not trace.on_circle:
+        raise InputError("the angle view needs every layer of width 3: use mode='principal'")
     sets = _merged_sets(net, trace, idx) if mode == "rank" else None
     cols, ys, ylabel = _ladder_columns(trace, mode, sets)
     if not cols:
@@ -488,10 +502,11 @@ def fold_maps(
                 rd[layer - 1].col,
                 rd[layer].row,  # type: ignore[union-attr]
             )
-            ax.axvline(float(s0), color="black", linestyle="--", linewidth=1, gid="centre")
-            if a1 != 0 and g != 0 and a2 != 0:
+            if math.isfinite(to_float(s0)):  # beyond the float range: off any axis
+                ax.axvline(to_float(s0), color="black", linestyle="--", linewidth=1, gid="centre")
+            if a1 != 0 and g != 0 and a2 != 0 and math.isfinite(to_float(s0 + a2 * kk / (a1 * g))):
                 ax.axvline(
-                    float(s0 + a2 * kk / (a1 * g)),
+                    to_float(s0 + a2 * kk / (a1 * g)),
                     color="black",
                     linestyle=":",
                     linewidth=1.5,
@@ -592,7 +607,7 @@ def circles(
                 )
             nxt = rd[layer]
             if nxt is not None:
-                row = np.array([float(c) for c in nxt.row])
+                row = np.array([to_float(c) for c in nxt.row])
                 d = np.array([row @ U_HAT, row @ V_HAT])
                 if np.linalg.norm(d) > 0:
                     d = 0.8 * R3 * d / np.linalg.norm(d)
@@ -761,6 +776,8 @@ def regions(
 def _columns_for_merges(trace: Trace) -> list[np.ndarray]:
     if trace.has_values:
         return [v for v in trace.values if v is not None]
+    if not trace.on_circle:  # layers of other widths: each one's first principal coordinate
+        return list(trace.principal or [])
     first = [trace.values[0]] if trace.values[0] is not None else []
     return first + list(trace.angles)
 

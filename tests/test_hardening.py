@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,7 @@ from flint import fmpq
 
 import lncapacity
 from lncapacity import fileformat, floats
-from lncapacity.model import Affine, LNNet
+from lncapacity.model import Affine, LNNet, Norm
 from lncapacity.shatter import shatter
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -655,3 +656,225 @@ def test_200000_separable_points_certify_within_a_minute(tmp_path):
     )
     assert p.returncode == 0, p.stderr
     assert "depth 0" in p.stdout and "certified: 200000/200000 points" in p.stdout
+
+
+# ---------------------------------------------------------------------------
+# issue 28: weights beyond the float range, nets of other widths
+
+
+def algebraic_readout(doublings: int = 10) -> str:
+    """The xor net with its readout scaled by ``2^(2^doublings)``: 2 squared ten times is
+    2^1024, beyond the float range, as an algebraic (lnnet/1.1) file."""
+    d = xor_net()
+    r = d["readout"]
+    radicals: list = ["2", *({"mul": [k, k]} for k in range(doublings))]
+    scale = len(radicals) - 1
+
+    def scaled(v: str) -> dict:
+        radicals.append(v)
+        radicals.append({"mul": [len(radicals) - 1, scale]})
+        return {"ref": len(radicals) - 1}
+
+    r["W"] = [[scaled(w) for w in row] for row in r["W"]]
+    r["b"] = [scaled(v) for v in r["b"]]
+    head = {"format": "lnnet/1.1", "requires": ["algebraic"]}
+    return json.dumps(head | {k: v for k, v in d.items() if k != "format"} | {"radicals": radicals})
+
+
+def small_net(widths: tuple[int, ...], *, norms: bool, rank_one: bool = False, seed: int = 1):
+    """A trained-like net on 2-D points: layers of the given widths, LayerNorm gains/biases."""
+    import random
+
+    rng = random.Random(seed)
+
+    def q() -> fmpq:
+        return fmpq(rng.randint(-9, 9), rng.randint(1, 4))
+
+    def affine(rows: int, cols: int) -> Affine:
+        if rank_one:
+            col, row = [q() for _ in range(rows)], [q() or fmpq(1) for _ in range(cols)]
+            return Affine(tuple(tuple(c * r for r in row) for c in col), tuple(q() for _ in col))
+        return Affine(tuple(tuple(q() for _ in range(cols)) for _ in range(rows)), (q(),) * rows)
+
+    layers, fan = [], 2
+    for w in widths:
+        layers.append(affine(w, fan))
+        fan = w
+    ns = ()
+    if norms:
+        ns = tuple(
+            Norm(tuple(1 + q() / 10 for _ in range(w)), tuple(q() / 10 for _ in range(w)))
+            for w in widths
+        )
+    width = widths[0] if len(set(widths)) == 1 else None
+    return LNNet(2, width, fmpq(1, 10**5), tuple(layers), affine(2, fan), (0, 1), {}, ns)
+
+
+def net_text(net: LNNet) -> str:
+    return json.dumps(fileformat.to_dict(net))
+
+
+MIXED = net_text(small_net((4, 5), norms=True))
+WIDTH4 = net_text(small_net((4, 4), norms=True))
+BIG = scaled_readout(10**400)
+ALGEBRAIC = algebraic_readout()
+
+ISSUE28: dict[str, Case] = {
+    **{
+        f"verify-{name}-default-backends": Case(["verify", "n.json", "d.csv"], {"n.json": text})
+        for name, text in {"10^400": BIG, "2^1024": ALGEBRAIC}.items()
+    },
+    **{
+        f"{cmd}-{name}": Case([cmd, "n.json", "d.csv", *extra], {"n.json": text})
+        for name, text in {"10^400": BIG, "2^1024": ALGEBRAIC}.items()
+        for cmd, extra in {"plot": ["--out", "figs", "--format", "svg"], "explain": []}.items()
+        if (cmd, name) != ("explain", "2^1024")  # explain refuses algebraic nets (one line)
+    },
+    **{
+        f"{cmd}-{name}": Case([cmd, "n.json", "d.csv", *extra], {"n.json": text})
+        for name, text in {"mixed-widths": MIXED, "width-4": WIDTH4}.items()
+        for cmd, extra in {
+            "plot": ["--out", "figs", "--format", "svg"],
+            "explain": ["--json"],
+            "trace": ["--json"],
+        }.items()
+    },
+}
+for case in ISSUE28.values():
+    case.files["d.csv"] = XOR
+
+
+@pytest.fixture(scope="module")
+def issue28(tmp_path_factory) -> dict[str, Result]:
+    return _launch(ISSUE28, tmp_path_factory.mktemp("issue28"))
+
+
+@pytest.mark.parametrize("name", ["10^400", "2^1024"])
+def test_verify_beyond_the_float_range_reports_overflow(issue28, name):
+    p = issue28[f"verify-{name}-default-backends"].proc
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert "certified: 4/4 points" in p.stdout
+    backends = floats.available_backends()
+    assert p.stdout.count("(overflow or NaN)") == len(backends), p.stdout
+    for backend in backends:
+        assert f"{backend}: 0/4 agree, min margin -inf (overflow or NaN)" in p.stdout
+
+
+@pytest.mark.parametrize("name", ["plot-10^400", "plot-2^1024", "explain-10^400"])
+def test_plot_and_explain_beyond_the_float_range(issue28, name):
+    r = issue28[name]
+    assert r.proc.returncode == 0 and r.proc.stderr == "", r.proc.stderr
+    if name.startswith("plot"):
+        assert {"ladder.svg", "regions.svg", "merge_tree.svg"} <= {
+            p.name for p in (r.folder / "figs").iterdir()
+        }
+    else:
+        assert "certificate: 4/4 points certified" in r.proc.stdout
+
+
+@pytest.mark.parametrize("what", ["torch", "onnx"])
+@pytest.mark.parametrize("name", ["10^400", "2^1024"])
+def test_export_beyond_the_float_range_is_one_line(tmp_path, what, name):
+    pytest.importorskip("torch" if what == "torch" else "onnx")
+    (tmp_path / "n.json").write_text(BIG if name == "10^400" else ALGEBRAIC)
+    before = snapshot(tmp_path)
+    p = run(["export", "n.json", f"--{what}", f"m.{what}"], tmp_path)
+    assert p.returncode == 2, p.stderr
+    line = one_error_line(p)
+    assert "readout.W[0]" in line and "beyond the float64 range" in line, line
+    assert snapshot(tmp_path) == before
+
+
+def test_export_refuses_weights_beyond_float32_for_float32():
+    pytest.importorskip("torch")
+    from lncapacity import interop
+
+    d = json.loads(scaled_readout(10**39))
+    net = fileformat.from_dict(d)
+    interop.to_torch(net, "float64")  # 10^39 fits a float64
+    with pytest.raises(lncapacity.InputError, match="beyond the float32 range"):
+        interop.to_torch(net, "float32")
+    with pytest.raises(lncapacity.InputError, match=r"readout\.W"):
+        interop.to_onnx(net, "float32")
+
+
+def test_to_float_never_raises():
+    from lncapacity.algebraic import RadicalProgram
+    from lncapacity.arith import to_float
+
+    big = fmpq(10) ** 400
+    assert to_float(big) == float("inf") and to_float(-big) == float("-inf")
+    assert to_float(1 / big) == 0.0 and to_float(10**400) == float("inf")
+    prog = RadicalProgram()
+    x = prog.const(2)
+    for _ in range(10):
+        x = x * x
+    assert float(x) == to_float(x) == float("inf")
+    assert float(prog.const(fmpq(1, 3))) == 1 / 3
+
+
+@pytest.mark.parametrize("name", ["mixed-widths", "width-4"])
+def test_plot_draws_nets_of_other_widths(issue28, name):
+    r = issue28[f"plot-{name}"]
+    assert r.proc.returncode == 0 and r.proc.stderr == "", r.proc.stderr
+    drawn = {p.name for p in (r.folder / "figs").iterdir()}
+    assert {"ladder.svg", "regions.svg", "merge_tree.svg"} <= drawn, drawn
+    assert "principal" in (r.folder / "figs" / "ladder.svg").read_text()
+
+
+@pytest.mark.parametrize("name", ["mixed-widths", "width-4"])
+def test_explain_describes_a_trained_readout(issue28, name):
+    r = issue28[f"explain-{name}"]
+    assert r.proc.returncode in (0, 2) and "Traceback" not in r.proc.stderr, r.proc.stderr
+    account = json.loads(r.proc.stdout)
+    words = account["readout"]["words"]
+    assert "no LayerNorm layers" not in words and "layer 2's LayerNorm output" in words, words
+    assert "with its gain and bias" in words
+
+
+@pytest.mark.parametrize("name", ["mixed-widths", "width-4"])
+def test_trace_on_other_widths_matches_float64(issue28, name):
+    """trace runs on mixed widths, applies the LayerNorm gains, and its certified SSR
+    bounds hold the float64 SSR of every layer."""
+    r = issue28[f"trace-{name}"]
+    assert r.proc.returncode == 0 and "Traceback" not in r.proc.stderr, r.proc.stderr
+    report = json.loads(r.proc.stdout)
+    net = lncapacity.load(r.folder / "n.json")
+    assert [row["dim"] for row in report["layers"]] == [2, *net.widths, 2]
+    for row, want in zip(report["layers"][1:], _float_ssr(net), strict=True):
+        ssr = row["ssr"]  # certified decimal bounds, or an exact rational
+        lo, hi = map(float, ssr) if isinstance(ssr, list) else (float(Fraction(ssr)),) * 2
+        assert lo - 1e-9 <= want <= hi + 1e-9, (row, want)
+
+
+def _float_ssr(net: LNNet) -> list[float]:
+    """SSR (tr S_w / tr S_t) after every LayerNorm layer and of the scores, in float64."""
+    X = np.array([[0, 0], [0, 1], [1, 0], [1, 1]], dtype=float)
+    y = np.array([0, 1, 1, 0])
+    f = lncapacity.arith.to_float
+    out, h = [], X
+    for i, a in enumerate(net.layers):
+        W = np.array([[f(w) for w in row] for row in a.W])
+        h = floats.layer_norm(h @ W.T + np.array([f(v) for v in a.b]), f(net.eps))
+        n = net.norm(i)
+        h = h * np.array([f(g) for g in n.gain]) + np.array([f(c) for c in n.bias])
+        out.append(h)
+    R = np.array([[f(w) for w in row] for row in net.readout.W])
+    out.append(h @ R.T)
+
+    def ssr(H: np.ndarray) -> float:
+        total = ((H - H.mean(axis=0)) ** 2).sum()
+        within = sum(((H[y == c] - H[y == c].mean(axis=0)) ** 2).sum() for c in (0, 1))
+        return within / total
+
+    return [ssr(H) for H in out]
+
+
+def test_trace_rank_one_mixed_widths():
+    """The scalar chain of trace (rank-one layers) with layers of different widths."""
+    from lncapacity.theory.net_trace import trace
+
+    net = small_net((4, 3, 5), norms=False, rank_one=True, seed=3)
+    assert net.width is None
+    layers = trace(net, [[0, 0], [0, 1], [1, 0], [1, 1]], [0, 1, 1, 0])
+    assert [s.dim for s in layers] == [2, 4, 3, 5, 2]

@@ -153,8 +153,11 @@ def _scalar_steps(net: LNNet[fmpq]) -> list[tuple[Any, ...]] | None:
     """
     from ..certify import _rank_one
 
-    n, steps = net.width, []
+    if net.norms:  # a LayerNorm gain or bias: the general pass (_hidden) applies it
+        return None
+    steps = []
     for layer in net.layers:
+        n = len(layer.b)  # this layer's width (widths may differ)
         f = _rank_one(layer.W)
         if f is None:
             return None
@@ -187,13 +190,13 @@ def _hidden_rank_one(
     :data:`STATS_PRECISION` bits (their error is not propagated), which is
     about three times cheaper per operation on deep nets.
     """
-    n = net.width
     stats: list[LayerStats] = []
     tight = True
     row = steps[0][0]
     s = np.array([arb(sum((w * v for w, v in zip(row, x, strict=True)), fmpq(0))) for x in X])
     Sw = St = None
     for li, (_, A, centre, s0, g, k) in enumerate(steps, 1):
+        n = len(A)
         t = s - arb(s0)
         root = np.array([v.sqrt() for v in (arb(g) * t * t + arb(k))], dtype=object)
         if li < len(steps):  # the next layer's scalar, at the working precision
@@ -218,12 +221,24 @@ def _hidden_rank_one(
     return [*stats, _readout(net, Sw, St)], tight
 
 
+def _gain_matrix(net: LNNet[fmpq], li: int) -> np.ndarray:
+    """``diag(gain)`` of LayerNorm ``li`` (0-based; the identity without a gain), exact."""
+    n, gain = net.widths[li], net.norm(li).gain
+    g = [fmpq(1)] * n if gain is None else list(gain)
+    return np.array([[g[i] * int(i == j) for j in range(n)] for i in range(n)], dtype=object)
+
+
 def _readout(net: LNNet[fmpq], Sw: np.ndarray, St: np.ndarray) -> LayerStats:
-    """The scores ``z = R h + r``: scatter ``R S R^T``, pencil on ``range(R P)``."""
-    n = net.width
+    """The scores ``z = R h + r``: scatter ``R S R^T``, pencil on ``range(R D P)``.
+
+    ``h = D u + c`` with ``u`` orthogonal to ``1`` (the last LayerNorm's output, ``P`` the
+    centring projection) and ``D = diag(gain)`` (the identity without a gain)."""
+    n = net.widths[-1]
     R = np.array(net.readout.W, dtype=object)
-    P = np.array(
-        [[fmpq(int(i == j)) - fmpq(1, n) for j in range(n)] for i in range(n)], dtype=object
+    P = _gain_matrix(net, net.depth - 1).dot(
+        np.array(
+            [[fmpq(int(i == j)) - fmpq(1, n) for j in range(n)] for i in range(n)], dtype=object
+        )
     )
     Rb = np.vectorize(arb, otypes=[object])(R)
     Sw_z, St_z = Rb.dot(Sw).dot(Rb.T), Rb.dot(St).dot(Rb.T)
@@ -238,13 +253,15 @@ def _hidden(
     labels: list[Any],
     progress: Callable[[int, int], None] | None,
 ) -> tuple[list[LayerStats], bool]:
-    n = net.width
     eps = arb(net.eps)
-    basis = _centred_basis(n)
     H = np.vectorize(arb, otypes=[object])(X)
     stats: list[LayerStats] = []
     tight = True
     for li, layer in enumerate(net.layers, 1):
+        n = len(layer.b)  # this layer's width (widths may differ)
+        # LN(y) is orthogonal to 1; the gain maps that plane to D 1^perp (the bias only shifts)
+        D = _gain_matrix(net, li - 1)
+        basis = _column_basis(D.dot(np.array(_centred_basis(n), dtype=object).T))
         W = np.array([[arb(w) for w in row] for row in layer.W], dtype=object)
         b = np.array([arb(v) for v in layer.b], dtype=object)
         Y = H.dot(W.T) + b
@@ -254,10 +271,16 @@ def _hidden(
             return [], False  # too few bits (or LN of a constant vector): more precision
         root = np.array([v.sqrt() for v in var], dtype=object)
         H = C / root.reshape(-1, 1)
+        norm = net.norm(li - 1)
+        if norm.gain is not None:
+            H = H * np.array([arb(g) for g in norm.gain], dtype=object)
+        if norm.bias is not None:
+            H = H + np.array([arb(c) for c in norm.bias], dtype=object)
         Sw, St = scatter_matrices(H, labels)
         s = ssr_of_scatter(Sw, St)
         tight = tight and (s is None or s.hi - s.lo < TIGHT)
-        stats.append(LayerStats(f"LN {li}", n, s, pencil_bounds(Sw, St, basis)))
+        lssr = pencil_bounds(Sw, St, basis) if basis else None
+        stats.append(LayerStats(f"LN {li}", n, s, lssr))
         if progress:
             progress(li, net.depth + 1)
     stats.append(_readout(net, Sw, St))
