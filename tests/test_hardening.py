@@ -878,3 +878,17 @@ def test_trace_rank_one_mixed_widths():
     assert net.width is None
     layers = trace(net, [[0, 0], [0, 1], [1, 0], [1, 1]], [0, 1, 1, 0])
     assert [s.dim for s in layers] == [2, 4, 3, 5, 2]
+
+
+def test_trace_refuses_a_layer_wider_than_its_limit_before_any_work():
+    """Issue 28, item 11: the certified LSSR costs the cube of the width (a width-1000 net ran
+    for over 11 minutes); ``trace`` refuses layers wider than its documented limit at once."""
+    from lncapacity.model import Affine, LNNet
+    from lncapacity.theory.net_trace import MAX_WIDTH, trace
+
+    n = MAX_WIDTH + 1
+    first = Affine(tuple((fmpq(1), fmpq(i)) for i in range(n)), (fmpq(0),) * n)
+    readout = Affine(((fmpq(1),) * n, (fmpq(-1),) * n), (fmpq(0), fmpq(0)))
+    net = LNNet(2, n, fmpq(0), (first,), readout, (0, 1))
+    with pytest.raises(lncapacity.InputError, match=f"width {n}, beyond the limit of {MAX_WIDTH}"):
+        trace(net, [[fmpq(0), fmpq(1)], [fmpq(1), fmpq(0)]], [0, 1])

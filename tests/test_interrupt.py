@@ -164,3 +164,49 @@ def test_a_second_run_works(interrupted):
     assert p.returncode == 0, p.stderr
     assert "16/16 labelings certified" in p.stdout
     assert [n for n in os.listdir(folder) if n.endswith(".tmp")] == []
+
+
+def test_trace_of_a_wide_net_stops_within_a_second_of_sigterm(tmp_path):
+    """Issue 28, item 11: ``trace`` multiplies matrices of balls; NumPy's object loops run no
+    signal handler, so it now multiplies a block of rows at a time
+    (:func:`lncapacity.theory.separability.object_dot`) and stops within about a second."""
+    import numpy as np
+    from flint import fmpq
+
+    from lncapacity.model import Affine, LNNet
+
+    rng = np.random.default_rng(0)
+
+    def affine(rows: int, cols: int) -> Affine:
+        W = rng.integers(-16, 16, (rows, cols))
+        b = rng.integers(-16, 16, rows)
+        return Affine(
+            tuple(tuple(fmpq(int(v), 16) for v in row) for row in W),
+            tuple(fmpq(int(v), 16) for v in b),
+        )
+
+    width = 64  # the widest trace takes
+    layers = (affine(width, 2), affine(width, width))
+    net = LNNet(2, width, fmpq(0), layers, affine(2, width), (0, 1))
+    fileformat.save(net, tmp_path / "wide.json")
+    X = rng.integers(-1000, 1000, (3000, 2))
+    rows = "".join(f"{x}/7,{y}/7,{(x + y) % 2}\n" for x, y in X)
+    (tmp_path / "points.csv").write_text("x,y,label\n" + rows)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "lncapacity", "trace", "wide.json", "points.csv", "--quiet"],
+        cwd=tmp_path,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while cpu_seconds(p.pid) < 4:  # past its imports and into the balls
+        assert p.poll() is None, f"trace ended before the signal: {p.communicate()}"
+        assert time.monotonic() < deadline, "trace never got to work"
+        time.sleep(0.1)
+    sent = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + signal.SIGTERM, err
+    assert time.monotonic() - sent < 2.0, err  # a second, with room for a loaded machine

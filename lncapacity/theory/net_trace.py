@@ -39,6 +39,7 @@ from .reals import CertifiedReal
 from .separability import (
     EXACT_MAX_RANK,
     _data,
+    object_dot,
     pencil_bounds,
     pencil_exact,
     scatter_matrices,
@@ -48,6 +49,9 @@ from .separability import (
 __all__ = ["LayerStats", "trace"]
 
 START_PRECISION, MAX_PRECISION = 128, 1 << 14
+MAX_WIDTH = 64
+"""The widest layer :func:`trace` takes (width 32: about 1 s on 100 points; 64: 15 s; 128: a
+minute; each product in balls stays interruptible, :func:`.separability.object_dot`)."""
 STATS_PRECISION = 192
 """Bits for a layer's scatter matrices (the forward chain may need many more)."""
 TIGHT = fmpq(1, 2**30)
@@ -90,6 +94,12 @@ def trace(
     bounds.
     """
     refuse_radicals(net, "trace")
+    widest = max((len(layer.W) for layer in net.layers), default=0)
+    if widest > MAX_WIDTH:
+        raise InputError(
+            f"trace: a layer of width {widest}, beyond the limit of {MAX_WIDTH} (the certified "
+            "LSSR costs the cube of the width: width 64 takes about 15 s)"
+        )
     H, labels = _data(X, y)
     d = H.shape[1]
     if d != net.input_dim:
@@ -123,7 +133,7 @@ def trace(
 
 
 def _readout_exact(R: np.ndarray, Sw: np.ndarray, St: np.ndarray) -> LayerStats:
-    Sw_z, St_z = R.dot(Sw).dot(R.T), R.dot(St).dot(R.T)
+    Sw_z, St_z = object_dot(object_dot(R, Sw), R.T), object_dot(object_dot(R, St), R.T)
     return LayerStats("readout", R.shape[0], ssr_of_scatter(Sw_z, St_z), pencil_exact(Sw_z, St_z))
 
 
@@ -209,7 +219,8 @@ def _hidden_rank_one(
             Sw_u, St_u = scatter_matrices(U, labels)
             M = np.array([[A[i], centre[i]] for i in range(n)], dtype=object)
             Mb = np.vectorize(arb, otypes=[object])(M)
-            Sw, St = Mb.dot(Sw_u).dot(Mb.T), Mb.dot(St_u).dot(Mb.T)
+            Sw = object_dot(object_dot(Mb, Sw_u), Mb.T)
+            St = object_dot(object_dot(Mb, St_u), Mb.T)
             ssr_l = ssr_of_scatter(Sw, St)
             lssr_l = pencil_bounds(Sw, St, _column_basis(M))
         tight = tight and (ssr_l is None or ssr_l.hi - ssr_l.lo < TIGHT)
@@ -241,7 +252,7 @@ def _readout(net: LNNet[fmpq], Sw: np.ndarray, St: np.ndarray) -> LayerStats:
         )
     )
     Rb = np.vectorize(arb, otypes=[object])(R)
-    Sw_z, St_z = Rb.dot(Sw).dot(Rb.T), Rb.dot(St).dot(Rb.T)
+    Sw_z, St_z = object_dot(object_dot(Rb, Sw), Rb.T), object_dot(object_dot(Rb, St), Rb.T)
     zbasis = _column_basis(R.dot(P))
     lz = pencil_bounds(Sw_z, St_z, zbasis) if zbasis else None
     return LayerStats("readout", R.shape[0], ssr_of_scatter(Sw_z, St_z), lz)
@@ -264,7 +275,7 @@ def _hidden(
         basis = _column_basis(D.dot(np.array(_centred_basis(n), dtype=object).T))
         W = np.array([[arb(w) for w in row] for row in layer.W], dtype=object)
         b = np.array([arb(v) for v in layer.b], dtype=object)
-        Y = H.dot(W.T) + b
+        Y = object_dot(H, W.T) + b
         C = Y - (Y.sum(axis=1) / n).reshape(-1, 1)
         var = (C * C).sum(axis=1) / n + eps
         if not all(v > 0 for v in var):
