@@ -327,7 +327,8 @@ _BAD_NPY = (
 
 def _npy_header_fits(f: Any, available: int, name: str, npz: bool = False) -> None:
     """Refuse, before anything is allocated, an ``.npy`` header whose array is bigger than the
-    ``available`` bytes that follow it (a header claiming 10^12 rows in a small file)."""
+    ``available`` bytes that follow it (a header claiming 10^12 rows in a small file) or than
+    :data:`MAX_ARRAY_BYTES` (an archive member that inflates to millions of rows)."""
     start = f.tell()
     try:
         version = np.lib.format.read_magic(f)
@@ -341,17 +342,17 @@ def _npy_header_fits(f: Any, available: int, name: str, npz: bool = False) -> No
     need = count * dtype.itemsize
     if dtype.hasobject:
         raise InputError(f"{name} {_OBJECTS}" if npz else f"{name}: {_OBJECTS}")
-    if need > MAX_ARRAY_BYTES:  # before inflating: a few KB of zeros can deflate to gigabytes
-        raise _err(
-            name,
-            f"the array has shape {tuple(shape)} ({need:,} bytes), beyond the limit of "
-            f"{MAX_ARRAY_BYTES:,} bytes for an array read as points",
-        )
     if need > available - (f.tell() - start):
         raise _err(
             name,
             f"the .npy header claims shape {tuple(shape)} ({need} bytes) but the file holds "
             f"only {max(available - (f.tell() - start), 0)} bytes of data",
+        )
+    if need > MAX_ARRAY_BYTES:  # before inflating: a few KB of zeros can deflate to gigabytes
+        raise _err(
+            name,
+            f"the array has shape {tuple(shape)} ({need:,} bytes), beyond the limit of "
+            f"{MAX_ARRAY_BYTES:,} bytes for an array read as points",
         )
     f.seek(start)
 
