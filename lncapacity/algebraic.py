@@ -13,7 +13,8 @@ well-founded: operands precede their use), and that number is algebraic.
 * **Evaluation** (:meth:`RadicalProgram.balls`) runs the program in
   python-flint ``arb`` ball arithmetic at any precision: every ball contains
   its node's exact value, and raising the precision shrinks the balls (roots are
-  refined by exact bisection of the isolating interval).  A square root of a
+  refined by interval Newton steps on balls, :func:`_refine_root`: ``O(log prec)``
+  steps, each a few polynomial evaluations at the working precision).  A square root of a
   ball that is not certainly positive, or a division by a ball that may be 0,
   gives an unbounded (NaN) ball, never a wrong one.
 * **Definedness** (:meth:`RadicalProgram.check`): every ``sqrt`` argument is
@@ -35,15 +36,40 @@ from typing import Any
 
 from flint import arb, arb_poly, ctx, fmpq, fmpq_poly, fmpz_poly
 
-from .arith import format_rational, parse_rational, precision, shown, to_float
+from .arith import (
+    format_rational,
+    log2_magnitude,
+    parse_rational,
+    precision,
+    shown,
+    to_float,
+)
 
-__all__ = ["MAX_NODES", "Radical", "RadicalProgram", "is_radical", "number_ball"]
+__all__ = [
+    "MAX_MAGNITUDE",
+    "MAX_NODES",
+    "MAX_ROOT_DEGREE",
+    "MAX_ROOT_DEGREES",
+    "Radical",
+    "RadicalProgram",
+    "is_radical",
+    "number_ball",
+]
 
 OPS = ("add", "sub", "mul", "div")
 MAX_NODES = 1_000_000
 """Most nodes in a program that is read."""
 CHECK_PRECISION = 1 << 14
 """Precision cap (bits) for proving a program's square roots and divisions defined."""
+MAX_ROOT_DEGREE = 64
+"""Highest degree of one ``root`` polynomial that is read (the package's nets have no roots)."""
+MAX_ROOT_DEGREES = 1024
+"""Most ``root`` degrees, summed over a program that is read: each root costs a few
+polynomial evaluations per Newton step, up to 65,536 bits."""
+MAX_MAGNITUDE = 1 << 16
+"""Every value of a program that is read lies within ``2^±MAX_MAGNITUDE`` (or is 0): balls
+carry any exponent, but a value squared 40 times has one of 2^40 and its margin's bits with
+it (the package's nets stay within ``2^±64``)."""
 
 
 class RadicalProgram:
@@ -52,7 +78,7 @@ class RadicalProgram:
     def __init__(self) -> None:
         self.nodes: list[tuple[Any, ...]] = []
         self._cache: dict[int, list[arb]] = {}
-        self._roots: dict[int, tuple[fmpq, fmpq]] = {}
+        self._roots: dict[int, arb] = {}
         self._consts: dict[tuple[int, int], int] = {}
 
     def __getstate__(self) -> list[Any]:
@@ -138,22 +164,13 @@ class RadicalProgram:
         return a / b if (b > 0 or b < 0) else arb("nan")
 
     def _root_ball(self, k: int, node: tuple[Any, ...], prec: int) -> arb:
-        poly = fmpq_poly(node[1])
-        lo, hi = self._roots.get(k, (node[2], node[3]))
-        s_lo = _sign(poly, lo)
-        limit = fmpq(1, 2) ** (prec + 2) * max(abs(lo), abs(hi), fmpq(1))
-        while hi - lo > limit:
-            mid = (lo + hi) / 2
-            s = _sign(poly, mid)
-            if s == 0:
-                lo = hi = mid
-                break
-            if s == s_lo:
-                lo = mid
-            else:
-                hi = mid
-        self._roots[k] = (lo, hi)
-        return arb((lo + hi) / 2, (hi - lo) / 2) if lo != hi else arb(lo)
+        # the ball of the last refinement (any precision) is the start: it holds the root
+        start = self._roots.get(k)
+        if start is None:
+            start = arb(node[2]).union(arb(node[3]))
+        ball = _refine_root(node[1], _sign(fmpq_poly(node[1]), node[2]), start, prec)
+        self._roots[k] = ball
+        return ball
 
     def check(self, limit: int = CHECK_PRECISION) -> None:
         """Prove every square root's argument positive and every divisor nonzero.
@@ -162,6 +179,7 @@ class RadicalProgram:
         defined at ``limit`` bits.
         """
         prec = 128
+        self._check_magnitudes(prec)
         while True:
             v = self.balls(prec)
             bad = next(
@@ -179,6 +197,21 @@ class RadicalProgram:
                 what = "square root of a number" if self.nodes[bad][0] == "sqrt" else "division"
                 raise ValueError(f"[{bad}]: {what} not proven positive/nonzero at {limit} bits")
             prec *= 2
+
+    def _check_magnitudes(self, prec: int) -> None:
+        """Evaluate at ``prec`` bits node by node, refusing (:class:`ValueError`) the first
+        value beyond ``2^±``:data:`MAX_MAGNITUDE`, before anything is built from it."""
+        out = self._cache.get(prec, [])
+        with precision(prec):
+            for k in range(len(out), len(self.nodes)):
+                x = self._eval(self.nodes[k], out, prec)
+                bits = log2_magnitude(x)
+                if bits is not None and abs(bits) > MAX_MAGNITUDE:
+                    raise ValueError(
+                        f"[{k}]: a value of about 2^{bits}, beyond the limit of 2^±{MAX_MAGNITUDE}"
+                    )
+                out.append(x)
+        self._cache[prec] = out
 
     # JSON -----------------------------------------------------------------------
 
@@ -239,6 +272,7 @@ class RadicalProgram:
                 raise ValueError(f"[{k}]: operands are indices of earlier entries, got {shown(x)}")
             return x
 
+        degrees = 0
         for k, e in enumerate(entries):
             if isinstance(e, str):
                 try:
@@ -256,6 +290,12 @@ class RadicalProgram:
             elif key == "sqrt" and len(e) == 1:
                 prog.nodes.append(("sqrt", ref(arg, k)))
             elif set(e) == {"root", "lo", "hi"}:
+                degrees += _root_degree(e, k)
+                if degrees > MAX_ROOT_DEGREES:
+                    raise ValueError(
+                        f"[{k}]: the roots' degrees add up to {degrees}, beyond the limit of "
+                        f"{MAX_ROOT_DEGREES}"
+                    )
                 prog.nodes.append(("root", *_parse_root(e, k)))
             else:
                 raise ValueError(f"[{k}]: unknown entry {shown(e)}")
@@ -363,6 +403,42 @@ def _sign(p: fmpq_poly, q: fmpq) -> int:
     return (v > 0) - (v < 0)
 
 
+def _refine_root(poly: fmpz_poly, s_lo: int, x: arb, prec: int) -> arb:
+    """A ball inside ``x`` containing the root of ``poly`` in ``x``, of radius about
+    ``2^-prec`` times ``max(|x|, 1)`` where ``prec`` bits allow.
+
+    ``x`` must contain exactly one root, a simple one, with ``poly`` of sign ``s_lo`` left
+    of it (an isolating interval, or an earlier result).  Interval Newton: for the midpoint
+    ``m`` and the root ``r``, ``p(m) = p'(xi) (m - r)`` for some ``xi`` in ``x``, so ``r``
+    lies in ``m - p(m) / p'(x)`` when the ball ``p'(x)`` excludes 0, and in its intersection
+    with ``x``.  Near the root the radius is squared at each step (``O(log prec)`` steps);
+    a step that does not halve it is replaced by bisection (the sign of the ball ``p(m)``
+    against ``s_lo``).  When neither shrinks the ball (``p(m)`` within rounding of 0) it is
+    returned as it is: wider, still rigorous.
+    """
+    with precision(prec + 16):
+        p = arb_poly([int(c) for c in poly.coeffs()])  # exact integer coefficients
+        dp = p.derivative()
+        target = arb(2) ** -(prec + 2) * max(x.abs_upper(), arb(1))
+        while not x.rad() <= target:
+            m = x.mid()
+            pm = p(m)
+            if pm.is_zero():  # m is the root, exactly
+                return m
+            best = None
+            d = dp(x)
+            if (d > 0 or d < 0) and (n := m - pm / d).overlaps(x):
+                best = x.intersection(n)
+            if (best is None or not 2 * best.rad() <= x.rad()) and (pm > 0 or pm < 0):
+                # bisection: p has the sign s_lo left of the root only
+                half = m.union(x.upper()) if (pm > 0) == (s_lo > 0) else x.lower().union(m)
+                best = half if best is None or half.rad() < best.rad() else best
+            if best is None or not best.rad() < x.rad():
+                break  # at the limit of this precision
+            x = best
+    return x
+
+
 def _check_root(poly: fmpz_poly, lo: fmpq, hi: fmpq) -> None:
     if poly.degree() < 1:
         raise ValueError("the polynomial must have degree >= 1")
@@ -378,6 +454,20 @@ def _check_root(poly: fmpz_poly, lo: fmpq, hi: fmpq) -> None:
         d = arb_poly([arb(c) for c in dp.coeffs()])(interval)
         if not (d > 0 or d < 0):
             raise ValueError("the interval is not proven isolating (derivative may vanish)")
+
+
+def _root_degree(e: Mapping[str, Any], k: int) -> int:
+    """The degree a ``root`` entry claims (its coefficients' count less one), within
+    :data:`MAX_ROOT_DEGREE`: checked before any coefficient is parsed."""
+    coeffs = e["root"]
+    if not isinstance(coeffs, list):
+        raise ValueError(f"[{k}]: root coefficients are a list of integer strings")
+    if len(coeffs) - 1 > MAX_ROOT_DEGREE:
+        raise ValueError(
+            f"[{k}]: a root of a polynomial of degree {len(coeffs) - 1}, beyond the limit of "
+            f"{MAX_ROOT_DEGREE}"
+        )
+    return max(len(coeffs) - 1, 0)
 
 
 def _parse_root(e: Mapping[str, Any], k: int) -> tuple[fmpz_poly, fmpq, fmpq]:

@@ -33,6 +33,7 @@ __all__ = [
     "finite_float",
     "format_rational",
     "json_float",
+    "log2_magnitude",
     "lower_bound_float",
     "parse_rational",
     "precision",
@@ -293,11 +294,30 @@ def ball(q: fmpq | int) -> arb:
     return arb(q)
 
 
+MAX_BALL_EXPONENT = 1 << 24
+"""Largest binary exponent :func:`arb_to_fmpq` turns into an integer (a 2 MiB one): a ball's
+exponent is a Python-sized integer however large the number, but ``2**e`` is not."""
+
+
 def arb_to_fmpq(x: arb) -> fmpq:
-    """The exact rational value of an exact (radius-zero) ball, e.g. ``x.mid()``."""
+    """The exact rational value of an exact (radius-zero) ball, e.g. ``x.mid()``.
+
+    :class:`OverflowError` for a binary exponent beyond :data:`MAX_BALL_EXPONENT` (callers
+    compare with the float range first: :func:`lower_bound_float`)."""
     m, e = x.man_exp()
     m, e = int(m), int(e)
+    if abs(e) > MAX_BALL_EXPONENT:
+        raise OverflowError(f"binary exponent {e} is beyond ±{MAX_BALL_EXPONENT}")
     return fmpq(m * 2**e) if e >= 0 else fmpq(m, 2 ** (-e))
+
+
+def log2_magnitude(x: arb) -> int | None:
+    """About ``log2`` of the largest ``|v|`` in the ball ``x`` (within one), from its exponent
+    alone (nothing of the size of ``2**e`` is built); None for 0 or a non-finite ball."""
+    if not x.is_finite():
+        return None
+    m, e = x.abs_upper().man_exp()
+    return None if m == 0 else int(e) + int(m).bit_length()
 
 
 def json_float(x: float) -> float | None:
@@ -310,7 +330,16 @@ def lower_bound_float(x: arb) -> float:
     if not x.is_finite():
         return -math.inf
     with precision(128):  # lower() rounds down to the working precision
-        lo = arb_to_fmpq(x.lower())
+        low = x.lower()
+        # beyond the float range no integer of the ball's exponent is needed (2^(2^40) would
+        # take 128 GiB): the largest float, 0 or the negative subnormal bound it
+        if low > _FLOAT_TOP:
+            return sys.float_info.max
+        if low < -_FLOAT_TOP:
+            return -math.inf
+        if abs(low) < _FLOAT_BOTTOM:
+            return 0.0 if low >= 0 else -_SUBNORMAL
+        lo = arb_to_fmpq(low)
     f = to_float(lo)
     if f == math.inf:  # beyond the float range: the largest float is still a lower bound
         return sys.float_info.max
@@ -319,3 +348,8 @@ def lower_bound_float(x: arb) -> float:
     if fmpq(Fraction(f).numerator, Fraction(f).denominator) > lo:
         f = math.nextafter(f, -math.inf)
     return f
+
+
+_FLOAT_TOP = arb(2) ** 1025  # above every finite float
+_FLOAT_BOTTOM = arb(2) ** -1080  # below the smallest positive float, 2^-1074
+_SUBNORMAL = math.ldexp(1.0, -1074)

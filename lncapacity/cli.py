@@ -883,9 +883,12 @@ def _summary(
 
 
 def _margin_text(x: float) -> str | None:
-    """A certified margin as text: ``"> 0 (below 1e-308)"`` for one the float range cannot show."""
+    """A certified margin as text: ``"> 0 (below 1e-308)"`` or ``">= 1.797...e+308 (beyond
+    float64)"`` for one the float range cannot show (lower bounds are clamped to it)."""
     if x == math.inf:
         return None
+    if x == sys.float_info.max:
+        return f">= {x:.17g} (beyond float64)"
     return "> 0 (below 1e-308)" if x == 0 else f"{x:.17g}"
 
 
