@@ -48,6 +48,7 @@ from .arith import (
 __all__ = [
     "MAX_MAGNITUDE",
     "MAX_NODES",
+    "MAX_PROGRAM_BITS",
     "MAX_ROOT_DEGREE",
     "MAX_ROOT_DEGREES",
     "Radical",
@@ -140,9 +141,12 @@ class RadicalProgram:
                 for node in self.nodes[len(out) :]:
                     out.append(self._eval(node, out, prec))
             self._cache[prec] = out
-            if len(self._cache) > 8:  # keep the most precise few
-                for p in sorted(self._cache)[:-8]:
-                    del self._cache[p]
+            # keep the most precise few, and at most twice MAX_PROGRAM_BITS of balls
+            while len(self._cache) > 8 or (
+                len(self._cache) > 1
+                and sum(p * len(v) for p, v in self._cache.items()) > 2 * MAX_PROGRAM_BITS
+            ):
+                del self._cache[min(self._cache)]
         return out
 
     def _eval(self, node: tuple[Any, ...], v: list[arb], prec: int) -> arb:
@@ -367,6 +371,23 @@ class Radical:
     def __repr__(self) -> str:
         with precision(64):
             return f"Radical(#{self.index} ~ {self.ball(64).str(10, radius=False)})"
+
+
+MAX_PROGRAM_BITS = 1 << 31
+"""The most bits one precision of a program's balls may hold (256 MiB): a program of ``n``
+entries is evaluated at no more than ``MAX_PROGRAM_BITS / n`` bits (:func:`precision_cap`;
+a point still undecided there is reported undecided), so a large file with a zero margin
+cannot ask for gigabytes."""
+
+
+def precision_cap(net: Any, bits: int) -> int:
+    """``bits``, lowered for a net with algebraic weights so that their program's balls hold at
+    most :data:`MAX_PROGRAM_BITS` (never below 128 bits)."""
+    values = [w for a in (*net.layers, net.readout) for w in (*a.b, *(v for r in a.W for v in r))]
+    program = weights_program(values)
+    if program is None:
+        return bits
+    return max(128, min(bits, MAX_PROGRAM_BITS // max(len(program), 1)))
 
 
 def is_radical(x: Any) -> bool:

@@ -37,7 +37,7 @@ import numpy as np
 from flint import arb, fmpq
 
 from . import interval as iv
-from .algebraic import has_radicals, number_ball
+from .algebraic import has_radicals, number_ball, precision_cap
 from .arith import exact, json_float, lower_bound_float, precision, shown
 from .data import PointSet, points_from_arrays
 from .errors import InputError
@@ -180,6 +180,7 @@ def certify(
     points = X if isinstance(X, PointSet) else points_from_arrays(X, y)
     _check_compatible(net, points)
     net = net.folded()
+    max_precision = precision_cap(net, max_precision)
     labels = [net.classes.index(points.y[k]) for k in range(points.m)]
     k_cls = len(net.classes)
     scores_lo = np.full((points.m, k_cls), -np.inf)
@@ -424,7 +425,9 @@ def decide(net: LNNet[fmpq], x: Sequence[object], max_precision: int = MAX_PRECI
         raise InputError(f"cannot classify {shown(list(x))}: {e}") from None
     if len(row) != net.input_dim:
         raise InputError(f"the net takes {net.input_dim} features, got {len(row)}")
-    scores = _evaluator(net.folded())
+    net = net.folded()
+    scores = _evaluator(net)
+    max_precision = precision_cap(net, max_precision)
     prec = _start_precision(net)
     while True:
         with precision(prec):

@@ -200,3 +200,21 @@ def test_a_shatter_certificate_of_zero_margin_roots_is_refused_at_once(tmp_path)
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
     assert "not certified" in p.stderr + p.stdout
     assert time.perf_counter() - start < 15
+
+
+def test_a_large_program_is_evaluated_at_a_capped_precision(monkeypatch):
+    """Issue 28, item 7: the precision a file may ask for is bounded by its program's size
+    (``MAX_PROGRAM_BITS / n`` bits for ``n`` entries), so a large program at a zero margin is
+    reported undecided at that cap, not evaluated at 65,536 bits in gigabytes of balls."""
+    from lncapacity import algebraic
+    from lncapacity.certify import certify, decide
+
+    doc = net([root(2), *({"sqrt": 0} for _ in range(40))], REF, REF)
+    lnnet = from_dict(doc)
+    assert certify(lnnet, [[fmpq(1)]], [0]).points[0].precision == 65536
+    monkeypatch.setattr(algebraic, "MAX_PROGRAM_BITS", 41 * 1024)
+    assert algebraic.precision_cap(lnnet, 65536) == 1024
+    point = certify(lnnet, [[fmpq(1)]], [0]).points[0]
+    assert not point.certified and point.precision == 1024
+    with pytest.raises(ArithmeticError, match="1024 bits"):
+        decide(lnnet, [1])
