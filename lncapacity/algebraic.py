@@ -31,7 +31,7 @@ well-founded: operands precede their use), and that number is algebraic.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from flint import arb, arb_poly, ctx, fmpq, fmpq_poly, fmpz_poly
@@ -383,8 +383,7 @@ cannot ask for gigabytes."""
 def precision_cap(net: Any, bits: int) -> int:
     """``bits``, lowered for a net with algebraic weights so that their program's balls hold at
     most :data:`MAX_PROGRAM_BITS` (never below 128 bits)."""
-    values = [w for a in (*net.layers, net.readout) for w in (*a.b, *(v for r in a.W for v in r))]
-    program = weights_program(values)
+    program = weights_program(list(_weights(net)))
     if program is None:
         return bits
     return max(128, min(bits, MAX_PROGRAM_BITS // max(len(program), 1)))
@@ -394,13 +393,17 @@ def is_radical(x: Any) -> bool:
     return isinstance(x, Radical)
 
 
+def _weights(net: Any) -> Iterator[Any]:
+    """Every weight and bias of ``net``'s affine maps."""
+    for a in (*net.layers, net.readout):
+        yield from a.b
+        for row in a.W:
+            yield from row
+
+
 def has_radicals(net: Any) -> bool:
     """Whether some weight of ``net`` is a :class:`Radical` (an ``--exact`` net)."""
-    return any(
-        isinstance(w, Radical)
-        for a in (*net.layers, net.readout)
-        for w in (*a.b, *(w for row in a.W for w in row))
-    )
+    return any(isinstance(w, Radical) for w in _weights(net))
 
 
 def refuse_radicals(net: Any, what: str) -> None:

@@ -190,14 +190,13 @@ def _arb_float(x: arb) -> float:
     mid = x.mid()
     if not mid.is_finite():
         return math.nan
-    m, e = (int(v) for v in mid.man_exp())
-    if m == 0:
+    top = log2_magnitude(mid)  # 2**(top - 1) <= |mid| < 2**top
+    if top is None:
         return 0.0
-    top = m.bit_length() + e  # 2**(top - 1) <= |mid| < 2**top
     if top > 1025:
-        return math.inf if m > 0 else -math.inf
+        return math.inf if mid > 0 else -math.inf
     if top < -1080:
-        return math.copysign(0.0, m)
+        return 0.0 if mid > 0 else -0.0
     return to_float(arb_to_fmpq(mid))
 
 

@@ -67,7 +67,7 @@ from .certify import Certificate, _rank_one, certify, scalar_chain
 from .data import PointSet, points_from_arrays
 from .errors import InputError
 from .fileformat import U, V, read_vector
-from .floats import layer_norm, product
+from .floats import affine_arrays, layer_arrays, product, run_layer
 from .model import LNNet
 
 __all__ = [
@@ -216,10 +216,6 @@ class Trace:
         return all(v is not None for v in self.values)
 
 
-def _floats(a: Any) -> np.ndarray:
-    return np.array([[to_float(w) for w in row] for row in a], dtype=np.float64)
-
-
 def _unit(w: Sequence[fmpq]) -> np.ndarray:
     x = np.array([to_float(c) for c in w])
     return x / np.linalg.norm(x)
@@ -241,8 +237,7 @@ def float_trace(net: LNNet[fmpq], X: Any) -> Trace:
     principal = [_principal(h)]
     circle = all(w == 3 for w in net.widths)
     with np.errstate(all="ignore"):
-        for j, layer in enumerate((*net.layers, net.readout)):
-            r = rd[j]
+        for j, r in enumerate(rd):  # a read per layer, then the readout's
             if r is None:
                 values.append(None)
                 amplitude.append(math.nan)
@@ -257,18 +252,12 @@ def float_trace(net: LNNet[fmpq], X: Any) -> Trace:
                     amplitude.append(_amplitude(row) or 1.0)
             if j == len(net.layers):
                 break
-            W, b = _floats(layer.W), np.array([to_float(x) for x in layer.b])
-            h = layer_norm(product(h, W) + b, eps)
-            norm = net.norm(j)
-            if norm.gain is not None:
-                h = h * np.array([to_float(g) for g in norm.gain])
-            if norm.bias is not None:
-                h = h + np.array([to_float(c) for c in norm.bias])
+            h = run_layer(h, layer_arrays(net, j), eps)
             principal.append(_principal(h))
             if circle:  # angles only when every layer lies on the circle (width 3)
                 angles.append(np.arctan2(h @ V_HAT, h @ U_HAT))
                 radius.append(np.linalg.norm(h, axis=1))
-        R, rb = _floats(net.readout.W), np.array([to_float(x) for x in net.readout.b])
+        R, rb = affine_arrays(net.readout)
         scores = product(h, R) + rb
     m = h.shape[0]
     return Trace(
@@ -301,21 +290,15 @@ def float_scores(net: LNNet[fmpq], X: np.ndarray, chunk: int = 4096) -> np.ndarr
     with the weights converted once.
     """
     eps = to_float(net.eps)
-    maps = [(_floats(a.W), np.array([to_float(x) for x in a.b])) for a in net.layers]
-    norms = [
-        tuple(None if v is None else np.array([to_float(x) for x in v]) for v in (n.gain, n.bias))
-        for n in map(net.norm, range(net.depth))
-    ]
-    R, rb = _floats(net.readout.W), np.array([to_float(x) for x in net.readout.b])
+    layers = [layer_arrays(net, i) for i in range(net.depth)]
+    R, rb = affine_arrays(net.readout)
     X = np.asarray(X, dtype=np.float64)
     out = np.empty((len(X), len(net.classes)))
     with np.errstate(all="ignore"):
         for i in range(0, len(X), chunk):
             h = X[i : i + chunk]
-            for (W, b), (gain, bias) in zip(maps, norms, strict=True):
-                h = layer_norm(product(h, W) + b, eps)
-                h = h if gain is None else h * gain
-                h = h if bias is None else h + bias
+            for layer in layers:
+                h = run_layer(h, layer, eps)
             out[i : i + chunk] = product(h, R) + rb
     return out
 
@@ -386,7 +369,7 @@ def class_arcs(net: LNNet[fmpq], samples: int = 4096) -> list[tuple[float, float
     """
     if not net.layers or net.width != 3:
         raise InputError("class arcs need a width-3 net with at least one LayerNorm layer")
-    R, rb = _floats(net.readout.W), np.array([to_float(x) for x in net.readout.b])
+    R, rb = affine_arrays(net.readout)
 
     def winner(t: np.ndarray) -> np.ndarray:
         h = math.sqrt(3.0) * (np.outer(np.cos(t), U_HAT) + np.outer(np.sin(t), V_HAT))

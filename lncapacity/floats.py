@@ -95,16 +95,39 @@ def _check_backend(backend: str) -> None:
         raise InputError(f"unknown float backend {backend!r} (choose from {', '.join(BACKENDS)})")
 
 
-def _float(v: Any) -> float:
-    """A weight as a float64: exact numbers correctly rounded, ``±inf`` beyond the range."""
-    return to_float(v)
-
-
-def _array(a: Affine[Any], dt: type) -> tuple[np.ndarray, np.ndarray]:
+def _vector(values: Any, dt: type) -> np.ndarray:
+    """Exact numbers correctly rounded to float64 (``±inf`` beyond the range), then ``dt``."""
     with np.errstate(all="ignore"):  # float64 -> float32 overflows to inf, which check() counts
-        W = np.array([[_float(w) for w in row] for row in a.W], dtype=np.float64)
-        b = np.array([_float(v) for v in a.b], dtype=np.float64)
-        return W.reshape(a.shape).astype(dt), b.astype(dt)
+        return np.array([to_float(v) for v in values], dtype=np.float64).astype(dt)
+
+
+def affine_arrays(a: Affine[Any], dt: type = np.float64) -> tuple[np.ndarray, np.ndarray]:
+    """``(W, b)`` of an affine map as the NumPy backends hold them, in ``dt``."""
+    W = _vector((w for row in a.W for w in row), dt)
+    return W.reshape(a.shape), _vector(a.b, dt)
+
+
+Layer = tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]
+"""A layer's ``(W, b, gain, bias)`` in floats (:func:`layer_arrays`)."""
+
+
+def layer_arrays(net: LNNet[Any], i: int, dt: type = np.float64) -> Layer:
+    """Layer ``i``'s (0-based) weights and bias and its LayerNorm's gain and bias (None
+    where absent), in ``dt``."""
+    norm = net.norm(i)
+    gain, bias = (None if v is None else _vector(v, dt) for v in (norm.gain, norm.bias))
+    return (*affine_arrays(net.layers[i], dt), gain, bias)
+
+
+def run_layer(h: np.ndarray, layer: Layer, eps: Any) -> np.ndarray:
+    """One layer as the NumPy backends run it: ``LN(W h + b)``, then the gain and the bias."""
+    W, b, gain, bias = layer
+    h = layer_norm(product(h, W) + b, eps)
+    if gain is not None:
+        h = h * gain
+    if bias is not None:
+        h = h + bias
+    return h
 
 
 def to_torch(net: LNNet[Any], dtype: str = "float64", finite: bool = True) -> torch.nn.Sequential:
@@ -152,16 +175,10 @@ def forward(net: LNNet[Any], X: Any, backend: str = "float64") -> np.ndarray:
     dt = DTYPES[backend]
     with np.errstate(all="ignore"):  # overflow and NaN make points wrong; check() counts them
         h = h.astype(dt)
-        eps = dt(_float(net.eps))
-        for i, layer in enumerate(net.layers):
-            W, b = _array(layer, dt)
-            h = layer_norm(product(h, W) + b, eps)
-            norm = net.norm(i)
-            if norm.gain is not None:
-                h = h * np.array([_float(g) for g in norm.gain], dtype=np.float64).astype(dt)
-            if norm.bias is not None:
-                h = h + np.array([_float(c) for c in norm.bias], dtype=np.float64).astype(dt)
-        R, r = _array(net.readout, dt)
+        eps = dt(to_float(net.eps))
+        for i in range(net.depth):
+            h = run_layer(h, layer_arrays(net, i, dt), eps)
+        R, r = affine_arrays(net.readout, dt)
         return product(h, R) + r
 
 

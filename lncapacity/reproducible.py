@@ -53,10 +53,12 @@ def matmul(a: Any, b: Any) -> np.ndarray:
     return out[..., 0] if vector else out
 
 
-def gram(A: np.ndarray) -> np.ndarray:
-    """``A^T A`` for ``A`` ``(m, n)``, each entry a sum over the rows in NumPy's fixed
-    reduction order (no BLAS)."""
-    return np.stack([(A * A[:, j, None]).sum(axis=0) for j in range(A.shape[1])])
+def gram(A: np.ndarray, B: np.ndarray | None = None) -> np.ndarray:
+    """``A^T B`` (default ``A^T A``) for ``A`` ``(m, n)`` and ``B`` ``(m, p)``, each entry a
+    sum over the rows in NumPy's fixed reduction order (no BLAS; a column of ``B`` at a time,
+    so ``m`` may be large)."""
+    B = A if B is None else B
+    return np.stack([(A * B[:, j, None]).sum(axis=0) for j in range(B.shape[1])], axis=1)
 
 
 def norm(x: np.ndarray) -> float:

@@ -176,7 +176,7 @@ def _first_candidates(X: np.ndarray, y: np.ndarray, rng: np.random.Generator, co
         G = gram(A)
         G += np.eye(d + 1) * (1e-9 * np.trace(G) / (d + 1) + 1e-300)  # ridge: any rank
         targets = np.where(y == 1, 1.0, -1.0)[:, None] if k == 2 else np.eye(k)[y]
-        B = solve(G, np.stack([(A * c[:, None]).sum(axis=0) for c in targets.T], axis=1))
+        B = solve(G, gram(A, targets))
         if k == 2:
             w = B[:d, 0] / (norm(B[:d, 0]) or 1.0)
             V = top_eigenvectors(gram(Xc - np.outer(matmul(Xc, w), w)), 2)

@@ -39,6 +39,7 @@ from .reals import CertifiedReal
 from .separability import (
     EXACT_MAX_RANK,
     _data,
+    congruent,
     object_dot,
     pencil_bounds,
     pencil_exact,
@@ -133,7 +134,7 @@ def trace(
 
 
 def _readout_exact(R: np.ndarray, Sw: np.ndarray, St: np.ndarray) -> LayerStats:
-    Sw_z, St_z = object_dot(object_dot(R, Sw), R.T), object_dot(object_dot(R, St), R.T)
+    Sw_z, St_z = congruent(R, Sw), congruent(R, St)
     return LayerStats("readout", R.shape[0], ssr_of_scatter(Sw_z, St_z), pencil_exact(Sw_z, St_z))
 
 
@@ -219,8 +220,7 @@ def _hidden_rank_one(
             Sw_u, St_u = scatter_matrices(U, labels)
             M = np.array([[A[i], centre[i]] for i in range(n)], dtype=object)
             Mb = np.vectorize(arb, otypes=[object])(M)
-            Sw = object_dot(object_dot(Mb, Sw_u), Mb.T)
-            St = object_dot(object_dot(Mb, St_u), Mb.T)
+            Sw, St = congruent(Mb, Sw_u), congruent(Mb, St_u)
             ssr_l = ssr_of_scatter(Sw, St)
             lssr_l = pencil_bounds(Sw, St, _column_basis(M))
         tight = tight and (ssr_l is None or ssr_l.hi - ssr_l.lo < TIGHT)
@@ -252,7 +252,7 @@ def _readout(net: LNNet[fmpq], Sw: np.ndarray, St: np.ndarray) -> LayerStats:
         )
     )
     Rb = np.vectorize(arb, otypes=[object])(R)
-    Sw_z, St_z = object_dot(object_dot(Rb, Sw), Rb.T), object_dot(object_dot(Rb, St), Rb.T)
+    Sw_z, St_z = congruent(Rb, Sw), congruent(Rb, St)
     zbasis = _column_basis(R.dot(P))
     lz = pencil_bounds(Sw_z, St_z, zbasis) if zbasis else None
     return LayerStats("readout", R.shape[0], ssr_of_scatter(Sw_z, St_z), lz)

@@ -100,6 +100,11 @@ def object_dot(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     return np.concatenate([A[i : i + step].dot(B) for i in range(0, A.shape[0], step)])
 
 
+def congruent(M: np.ndarray, S: np.ndarray) -> np.ndarray:
+    """``M S M^T`` by :func:`object_dot` (a scatter matrix seen through the map ``M``)."""
+    return object_dot(object_dot(M, S), M.T)
+
+
 def scatter_matrices(H: np.ndarray, labels: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
     """``(S_w, S_t)`` of the rows of ``H`` (an object array of fmpq or arb), exactly or in balls.
 
@@ -250,7 +255,7 @@ def pencil_bounds(
         dtype=object,
     ).T  # d x r, columns
     B = np.vectorize(lambda v: fmpq(v) if not isinstance(v, fmpq) else v, otypes=[object])(B)
-    Mw, Mt = object_dot(object_dot(B.T, Sw), B), object_dot(object_dot(B.T, St), B)
+    Mw, Mt = congruent(B.T, Sw), congruent(B.T, St)
     r = Mt.shape[0]
     mt = np.vectorize(_mid, otypes=[float])(Mt)
     mw = np.vectorize(_mid, otypes=[float])(Mw)
