@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -87,10 +88,10 @@ ARGS = {
 }
 
 
-def _interrupt(command: str, signame: str, folder: Path) -> dict:
-    before = sorted(p.name for p in folder.iterdir())
+def _start_at_work(args: list[str], folder: Path, ready: Callable[[int], bool]) -> subprocess.Popen:
+    """``lncapacity ARGS --quiet`` in ``folder``, returned once ``ready(pid)`` (at most 2 min)."""
     p = subprocess.Popen(
-        [sys.executable, "-m", "lncapacity", *ARGS[command], "--quiet"],
+        [sys.executable, "-m", "lncapacity", *args, "--quiet"],
         cwd=folder,
         env=ENV,
         stdout=subprocess.PIPE,
@@ -98,10 +99,16 @@ def _interrupt(command: str, signame: str, folder: Path) -> dict:
         text=True,
     )
     deadline = time.monotonic() + 120
-    while not _ready(command, folder, p.pid):
-        assert p.poll() is None, f"{command} ended before the signal: {p.communicate()}"
-        assert time.monotonic() < deadline, f"{command} never got to work"
+    while not ready(p.pid):
+        assert p.poll() is None, f"{args[0]} ended before the signal: {p.communicate()}"
+        assert time.monotonic() < deadline, f"{args[0]} never got to work"
         time.sleep(0.1)
+    return p
+
+
+def _interrupt(command: str, signame: str, folder: Path) -> dict:
+    before = sorted(p.name for p in folder.iterdir())
+    p = _start_at_work(ARGS[command], folder, lambda pid: _ready(command, folder, pid))
     workers = children(p.pid)
     p.send_signal(SIGNALS[signame])
     out, err = p.communicate(timeout=60)
@@ -192,19 +199,10 @@ def test_trace_of_a_wide_net_stops_within_a_second_of_sigterm(tmp_path):
     X = rng.integers(-1000, 1000, (3000, 2))
     rows = "".join(f"{x}/7,{y}/7,{(x + y) % 2}\n" for x, y in X)
     (tmp_path / "points.csv").write_text("x,y,label\n" + rows)
-    p = subprocess.Popen(
-        [sys.executable, "-m", "lncapacity", "trace", "wide.json", "points.csv", "--quiet"],
-        cwd=tmp_path,
-        env=ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    # signalled past its imports and into the balls
+    p = _start_at_work(
+        ["trace", "wide.json", "points.csv"], tmp_path, lambda pid: cpu_seconds(pid) >= 4
     )
-    deadline = time.monotonic() + 120
-    while cpu_seconds(p.pid) < 4:  # past its imports and into the balls
-        assert p.poll() is None, f"trace ended before the signal: {p.communicate()}"
-        assert time.monotonic() < deadline, "trace never got to work"
-        time.sleep(0.1)
     sent = time.monotonic()
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=60)
