@@ -85,7 +85,7 @@ class Bar:
             sys.stderr.flush()
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="lncapacity",
         description="Certified LayerNorm networks (Ni et al., ICML 2024): build, certify, verify.",
@@ -327,7 +327,7 @@ one line, exit code 128 + the signal's number (130 SIGINT, 143 SIGTERM, 129 SIGH
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
         previous = {s: signal.signal(s, _raise_interrupted) for s in STOP_SIGNALS}
     except ValueError:  # not the main thread: leave the signals alone
