@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -76,20 +78,32 @@ def add_output_options(
 
 
 class Bar:
-    """Progress on stderr: a one-line bar on a terminal, else a plain line every few seconds.
+    """Progress on stderr: a tqdm bar on a terminal, else a plain line every few seconds.
 
-    Stdout is never touched (``--json`` output stays clean).  :meth:`note` prints
-    a message at once (e.g. that the construction falls back to another method).
+    Called as ``bar(done, total)`` by the library's progress callbacks (``total`` may change
+    as a construction revises its estimate).  Stdout is never touched (``--json`` output
+    stays clean), and nothing is printed when not ``enabled`` (``--quiet``).  :meth:`note`
+    prints a message at once (e.g. that the construction falls back to another method), above
+    the bar; :meth:`close` clears the bar from the terminal.
     """
 
     PERIOD = 5.0
     """Seconds between plain progress lines when stderr is not a terminal."""
 
+    REDRAW = 0.1
+    """Seconds between redraws of the bar on a terminal."""
+
+    FORMAT = "{desc:<11} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]"
+    """The bar (tqdm's ``bar_format``): the counts are of the caller's own steps (layers,
+    points, labelings), so no rate is shown."""
+
     def __init__(self, label: str, enabled: bool, tty: bool | None = None) -> None:
-        self.label, self.enabled, self.last, self.drawn = label, enabled, 0.0, False
+        self.label, self.enabled, self.last = label, enabled, 0.0
         self.tty = sys.stderr.isatty() if tty is None else tty
         self.start = time.monotonic()
         self.last_line = self.start
+        self.bar: Any = None  # the tqdm bar, made when first drawn
+        self.drawn = False  # whether a bar may be on the terminal
 
     def __call__(self, done: int, total: int) -> None:
         now = time.monotonic()
@@ -103,27 +117,55 @@ class Bar:
                 )
                 sys.stderr.flush()
             return
-        if now - self.last < 0.1 and done < total:
-            return
-        self.last, self.drawn = now, True
-        frac = done / total if total else 1.0
-        filled = int(30 * frac)
-        sys.stderr.write(f"\r{self.label:<11} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total}")
-        sys.stderr.flush()
+        if self.bar is None:
+            self.drawn = True  # from now: an interruption may come as tqdm draws its first frame
+            self.bar = _tqdm()(
+                total=total,
+                desc=self.label,
+                file=sys.stderr,
+                leave=False,  # closing clears the line
+                dynamic_ncols=True,
+                bar_format=self.FORMAT,
+            )
+        self.bar.total, self.bar.n = total, done  # kept current: a note draws it again
+        if now - self.last >= self.REDRAW or done >= total:
+            self.last = now
+            self.bar.refresh()
 
     def note(self, message: str) -> None:
         """Say ``message`` on stderr now (unless quiet)."""
         if not self.enabled:
             return
-        if self.drawn:
-            sys.stderr.write("\r\033[K")
+        if self.bar is not None:  # clears the bar, writes the line, draws the bar again
+            self.bar.write(f"lncapacity: {message}", file=sys.stderr)
+            return
         sys.stderr.write(f"lncapacity: {message}\n")
         sys.stderr.flush()
 
     def close(self) -> None:
-        if self.drawn:
+        """Clear the bar from the terminal (also when tqdm was interrupted making it)."""
+        if self.bar is not None:
+            self.bar.close()
+        elif self.drawn:
             sys.stderr.write("\r\033[K")
             sys.stderr.flush()
+        self.bar, self.drawn = None, False
+
+
+@functools.cache
+def _tqdm() -> type[Any]:
+    """tqdm's bar class, imported when a bar is first drawn (not for ``--help``, ``--quiet`` or
+    off a terminal): without the monitor thread tqdm starts (:class:`Bar` paces its own
+    redraws), and with a thread lock instead of tqdm's default, which also makes a
+    multiprocessing lock (a semaphore, and a resource-tracker process where ``fork`` is not
+    the start method)."""
+    from tqdm import tqdm
+
+    class Tqdm(tqdm):
+        monitor_interval = 0
+
+    Tqdm.set_lock(threading.RLock())
+    return Tqdm
 
 
 def run(label: str, quiet: bool, f: Callable[[Bar], Any]) -> tuple[Any, float]:
