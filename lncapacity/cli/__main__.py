@@ -1,0 +1,7 @@
+"""``python -m lncapacity.cli``: the same command line as ``lncapacity``."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,96 @@
+"""``lncapacity certify``: build a net for labelled points, certify it, check it in floats."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+
+from .. import fileformat
+from ..construct import CHOICES, DEFAULT_METHOD, build
+from ..data import load_points
+from ..errors import InputError
+from .common import add_output_options, run, seed_int
+from .explain import explain_lines
+from .report import check_and_report, check_float_options
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    c = sub.add_parser(
+        "certify",
+        help="build a width-3 LN-Net for labelled points and certify it",
+        description="Build a width-3 LN-Net that classifies every point of DATA (CSV with a "
+        "'label' column, .npy with labels in the last column, or .npz with X and y), certify "
+        "it with rigorous ball arithmetic, and check it in float64 and float32 (NumPy, and "
+        "PyTorch's own modules when torch is installed).",
+    )
+    c.add_argument("data", metavar="DATA")
+    c.add_argument("--out", metavar="NET.json", help="write the net (lnnet/1)")
+    c.add_argument("--eps", default="0", help="LayerNorm epsilon, exact (default 0; 1e-5 as torch)")
+    c.add_argument("--depth", type=int, metavar="L", help="pad to exactly L LayerNorm layers")
+    c.add_argument(
+        "--method",
+        default=DEFAULT_METHOD,
+        choices=list(CHOICES),
+        help="construction: auto (default: circle for three or more classes, else runs), "
+        "runs (one label run fewer per layer, float-faithful), pma (the paper's algorithm), "
+        "circle (whole circle maps per layer, searched, far shallower; runs when not) or "
+        "peel (three or more classes: one class at a time against the rest, by the binary "
+        "runs folds; runs gives way to it)",
+    )
+    c.add_argument("--seed", type=seed_int, default=0, help="seed for the choice of projection")
+    c.add_argument(
+        "--exact",
+        action="store_true",
+        help="with --method pma: fold at the true midpoints (algebraic weights, merged values "
+        "equal; the net is written as lnnet/1.1 with requires algebraic)",
+    )
+    c.add_argument(
+        "--explain",
+        action="store_true",
+        help="then the net layer by layer, as `lncapacity explain` prints it (with --json: an "
+        "'explain' key); certifies once more for it",
+    )
+    add_output_options(c, certificate=True)
+    c.set_defaults(handler=cmd_certify)
+
+
+def cmd_certify(args: argparse.Namespace) -> int:
+    fileformat.check_outputs({"--out": args.out, "--certificate": args.certificate}, [args.data])
+    check_float_options(args)
+    if args.depth is not None and args.depth > fileformat.MAX_DEPTH:
+        raise InputError(f"--depth {args.depth}: beyond the limit of {fileformat.MAX_DEPTH} layers")
+    if args.exact and args.method != "pma":
+        raise InputError("--exact: exact merges are the paper's algorithm; add --method pma")
+    points = load_points(args.data)
+    if points.d > fileformat.MAX_INPUT_DIM:
+        raise InputError(
+            f"{points.source}: {points.d} features, beyond the limit of {fileformat.MAX_INPUT_DIM}"
+        )
+    net, t_build = run(
+        "folding",
+        args.quiet,
+        lambda bar: build(
+            points,
+            eps=args.eps,
+            depth=args.depth,
+            method=args.method,
+            seed=args.seed,
+            progress=bar,
+            exact=args.exact,
+        ),
+    )
+    if not args.explain:
+        return check_and_report(args, net, points, {"build": t_build}, out=args.out)
+    from ..explain import explain
+
+    # check_and_report prints the summary; the account follows it (text), or joins it (JSON)
+    with contextlib.redirect_stdout(io.StringIO()) as report:
+        code = check_and_report(args, net, points, {"build": t_build}, out=args.out)
+    account = explain(net, points)
+    if args.json:
+        print(json.dumps(json.loads(report.getvalue()) | {"explain": account}, indent=1))
+    else:
+        print(report.getvalue() + "\n".join(explain_lines(account, points)))
+    return code

@@ -1,0 +1,199 @@
+"""What the commands share: exit codes, argparse types and options, progress, interruptions."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .. import floats
+
+EXIT_OK, EXIT_INTERNAL, EXIT_BAD = 0, 1, 2
+
+
+# --- argparse: types and the options several commands take ----------------------------------
+
+
+def int_in(lo: int, hi: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer from ``lo`` to ``hi`` (no bound: None), else one line."""
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            n = None
+        if n is None or n < lo or (hi is not None and n > hi):
+            want = (
+                f"an integer from {lo:,} to {hi:,}"
+                if hi is not None
+                else "a positive integer"
+                if lo == 1
+                else f"an integer >= {lo}"
+            )
+            raise argparse.ArgumentTypeError(f"expected {want}, got {text[:40]!r}")
+        return n
+
+    return parse
+
+
+positive_int = int_in(1)
+seed_int = int_in(0, 2**64 - 1)  # NumPy's generators take no negative seed
+
+
+def add_output_options(
+    q: argparse.ArgumentParser, certificate: bool = False, workers: bool = False
+) -> None:
+    """``--json`` and ``--quiet``; with ``certificate`` also ``--certificate``, ``--float`` and
+    ``--require-float``; with ``workers`` also ``--workers``."""
+    if certificate:
+        q.add_argument("--certificate", metavar="CERT.json", help="write the certificate")
+        q.add_argument(
+            "--float",
+            metavar="B1,B2",
+            help=f"comma-separated float backends to check, from {', '.join(floats.BACKENDS)} "
+            "(default: all available)",
+        )
+        q.add_argument(
+            "--require-float",
+            metavar="B1,B2",
+            help="exit 2 unless these float backends (checked too) get every point right",
+        )
+    if workers:
+        q.add_argument(
+            "--workers",
+            type=positive_int,
+            metavar="N",
+            help="processes (default: all cores; never more than there are chunks of work)",
+        )
+    q.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
+    q.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+# --- progress on stderr ------------------------------------------------------------------------
+
+
+class Bar:
+    """Progress on stderr: a tqdm bar on a terminal, else a plain line every few seconds.
+
+    Called as ``bar(done, total)`` by the library's progress callbacks (``total`` may change
+    as a construction revises its estimate).  Stdout is never touched (``--json`` output
+    stays clean), and nothing is printed when not ``enabled`` (``--quiet``).  :meth:`note`
+    prints a message at once (e.g. that the construction falls back to another method), above
+    the bar; :meth:`close` clears the bar from the terminal.
+    """
+
+    PERIOD = 5.0
+    """Seconds between plain progress lines when stderr is not a terminal."""
+
+    REDRAW = 0.1
+    """Seconds between redraws of the bar on a terminal."""
+
+    FORMAT = "{desc:<11} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]"
+    """The bar (tqdm's ``bar_format``): the counts are of the caller's own steps (layers,
+    points, labelings), so no rate is shown."""
+
+    def __init__(self, label: str, enabled: bool, tty: bool | None = None) -> None:
+        self.label, self.enabled, self.last = label, enabled, 0.0
+        self.tty = sys.stderr.isatty() if tty is None else tty
+        self.start = time.monotonic()
+        self.last_line = self.start
+        self.bar: Any = None  # the tqdm bar, made when first drawn
+        self.drawn = False  # whether a bar may be on the terminal
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if not self.enabled:
+            return
+        if not self.tty:
+            if now - self.last_line >= self.PERIOD and done < total:
+                self.last_line = now
+                sys.stderr.write(
+                    f"lncapacity: {self.label} {done}/{total} ({now - self.start:.0f} s)\n"
+                )
+                sys.stderr.flush()
+            return
+        if self.bar is None:
+            self.drawn = True  # from now: an interruption may come as tqdm draws its first frame
+            self.bar = _tqdm()(
+                total=total,
+                desc=self.label,
+                file=sys.stderr,
+                leave=False,  # closing clears the line
+                dynamic_ncols=True,
+                bar_format=self.FORMAT,
+            )
+        self.bar.total, self.bar.n = total, done  # kept current: a note draws it again
+        if now - self.last >= self.REDRAW or done >= total:
+            self.last = now
+            self.bar.refresh()
+
+    def note(self, message: str) -> None:
+        """Say ``message`` on stderr now (unless quiet)."""
+        if not self.enabled:
+            return
+        if self.bar is not None:  # clears the bar, writes the line, draws the bar again
+            self.bar.write(f"lncapacity: {message}", file=sys.stderr)
+            return
+        sys.stderr.write(f"lncapacity: {message}\n")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        """Clear the bar from the terminal (also when tqdm was interrupted making it)."""
+        if self.bar is not None:
+            self.bar.close()
+        elif self.drawn:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+        self.bar, self.drawn = None, False
+
+
+@functools.cache
+def _tqdm() -> type[Any]:
+    """tqdm's bar class, imported when a bar is first drawn (not for ``--help``, ``--quiet`` or
+    off a terminal): without the monitor thread tqdm starts (:class:`Bar` paces its own
+    redraws), and with a thread lock instead of tqdm's default, which also makes a
+    multiprocessing lock (a semaphore, and a resource-tracker process where ``fork`` is not
+    the start method)."""
+    from tqdm import tqdm
+
+    class Tqdm(tqdm):
+        monitor_interval = 0
+
+    Tqdm.set_lock(threading.RLock())
+    return Tqdm
+
+
+def run(label: str, quiet: bool, f: Callable[[Bar], Any]) -> tuple[Any, float]:
+    """``f(bar)`` with a progress bar ``label`` (cleared at the end, however it ends), and the
+    seconds it took."""
+    bar = Bar(label, not quiet)
+    start = time.perf_counter()
+    try:
+        return f(bar), time.perf_counter() - start
+    finally:
+        bar.close()
+
+
+# --- interruptions -------------------------------------------------------------------------------
+
+
+class Interrupted(KeyboardInterrupt):
+    """A termination signal (SIGTERM, SIGHUP) turned into an exception, as Ctrl-C is."""
+
+    def __init__(self, signo: int) -> None:
+        super().__init__(signo)
+        self.signo = signo
+
+
+def raise_interrupted(signo: int, _frame: object) -> None:
+    raise Interrupted(signo)
+
+
+STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
+"""Signals that stop a run as Ctrl-C (SIGINT) does: temporary files removed, workers stopped,
+one line, exit code 128 + the signal's number (130 SIGINT, 143 SIGTERM, 129 SIGHUP)."""

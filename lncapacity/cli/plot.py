@@ -1,0 +1,93 @@
+"""``lncapacity plot``: draw a net at work on its points, into a folder of figures."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+from .. import fileformat
+from ..certify import certify
+from ..data import load_points
+from ..errors import InputError
+from .common import EXIT_OK, add_output_options, run
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    pl = sub.add_parser(
+        "plot",
+        help="draw a net at work: ladder, fold maps, circles, regions, merge tree",
+        description="Draw how a saved net moves the points of DATA, layer by layer (ladder, "
+        "fold maps, LayerNorm's circle, decision regions for 2-D data, merge tree), and write "
+        "the figures and the merge tree (GraphML) into a folder. Needs Matplotlib and NetworkX: "
+        "pip install 'lncapacity[plot]'.",
+    )
+    pl.add_argument("net", metavar="NET.json")
+    pl.add_argument("data", metavar="DATA")
+    pl.add_argument("--out", default="figs", metavar="DIR", help="folder (default figs; made)")
+    pl.add_argument(
+        "--format", default="png,svg", metavar="F1,F2", help="image formats (default png,svg)"
+    )
+    pl.add_argument(
+        "--merge-by",
+        default="auto",
+        choices=["auto", "runs", "values"],
+        help="merge tree of label runs or of merged values (auto: values for pma nets)",
+    )
+    add_output_options(pl)
+    pl.set_defaults(handler=cmd_plot)
+
+
+def _output_folder(path: str) -> None:
+    """Fail now, in one line, if ``path`` cannot become a folder of figures."""
+    folder = os.path.abspath(path)
+    if os.path.exists(folder):
+        if not os.path.isdir(folder):
+            raise InputError(f"{path}: exists and is not a folder")
+        if not os.access(folder, os.W_OK):
+            raise InputError(f"{path}: folder not writable")
+        return
+    parent = os.path.dirname(folder)
+    if not os.path.isdir(parent):
+        raise InputError(f"{path}: no such folder {os.path.dirname(path) or '.'!r}")
+    if not os.access(parent, os.W_OK):
+        raise InputError(f"{path}: cannot create the folder (parent not writable)")
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    formats = [f.strip().lower() for f in args.format.split(",") if f.strip()]
+    if not formats or any(f not in ("png", "svg", "pdf") for f in formats):
+        raise InputError(f"--format: choose from png, svg, pdf, got {args.format!r}")
+    _output_folder(args.out)
+    from .. import plot
+
+    plot._mpl()  # a missing Matplotlib is a one-line error, before any work
+    net = fileformat.load(args.net)
+    points = load_points(args.data)
+    start = time.perf_counter()
+    cert = None
+    if points.d == 2:
+        cert, _ = run("certifying", args.quiet, lambda bar: certify(net, points, progress=bar))
+    created = not os.path.isdir(args.out)
+    try:
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"{args.out}: cannot create the folder: {e.strerror}") from None
+    try:
+        paths = plot.save_figures(
+            net, points, out=args.out, formats=formats, certificate=cert, by=args.merge_by
+        )
+    except BaseException:
+        if created:  # leave nothing behind, not even the empty folder
+            try:
+                os.rmdir(args.out)
+            except OSError:
+                pass
+        raise
+    seconds = round(time.perf_counter() - start, 3)
+    if args.json:
+        print(json.dumps({"files": [str(p) for p in paths], "seconds": seconds}, indent=1))
+    else:
+        print("\n".join(str(p) for p in paths))
+    return EXIT_OK
