@@ -16,13 +16,13 @@ from typing import Any
 import numpy as np
 from flint import fmpq
 
-from .. import __version__
 from ..arith import dyadic_between, epsilon
 from ..data import PointSet, points_from_arrays
 from ..errors import InputError
 from ..explain import named_labels
 from ..fileformat import read_vector
 from ..model import Affine, Label, LNNet
+from ..version import __version__
 from .circle import CIRCLE_META, Handoff, build_circle  # method "circle" (issue 18)
 from .fold import Chain, FoldStep, _fq, fold_layer, reversal
 from .multiclass import envelope, merge_runs_k, pma_k
