@@ -53,7 +53,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -64,7 +63,7 @@ from flint import arb, fmpq
 from .algebraic import refuse_radicals
 from .arith import format_rational, json_float, parse_rational, precision, to_float
 from .certify import Certificate, _rank_one, certify, scalar_chain
-from .data import PointSet, points_from_arrays
+from .data import PointSet, named_labels, points_from_arrays
 from .errors import InputError
 from .fileformat import U, V, read_vector
 from .floats import affine_arrays, layer_arrays, product, run_layer
@@ -605,22 +604,11 @@ def present_classes(net: LNNet[fmpq]) -> list[Any] | None:
 
 
 def _why(meta: Mapping[str, Any], present: Sequence[Any] | None) -> str | None:
-    """``meta.why`` with the classes named (:func:`named_labels`)."""
+    """``meta.why`` with the classes named (:func:`~lncapacity.data.named_labels`)."""
     why = meta.get("why")
     if not isinstance(why, str) or not present:
         return None if why is None else str(why)
     return named_labels(why, present)
-
-
-def named_labels(text: str, present: Sequence[Any]) -> str:
-    """``text`` with "label 1" (a construction's number for the classes present, in order)
-    as "label" and the class it numbers."""
-
-    def name(m: re.Match[str]) -> str:
-        i = int(m.group(1))
-        return f"label {present[i]}" if i < len(present) else m.group(0)
-
-    return re.sub(r"\blabel (\d+)\b", name, text)
 
 
 def explain(

@@ -17,9 +17,8 @@ import numpy as np
 from flint import fmpq
 
 from ..arith import dyadic_between, epsilon
-from ..data import PointSet, points_from_arrays
+from ..data import PointSet, named_labels, points_from_arrays
 from ..errors import InputError
-from ..explain import named_labels
 from ..fileformat import read_vector
 from ..model import Affine, Label, LNNet
 from ..version import __version__
