@@ -500,7 +500,7 @@ def _algebraic(net: LNNet[Any]) -> bool:
     return has_radicals(net)
 
 
-def _rank_one(W: Sequence[Sequence[fmpq]]) -> tuple[list[fmpq], list[fmpq]] | None:
+def rank_one(W: Sequence[Sequence[fmpq]]) -> tuple[list[fmpq], list[fmpq]] | None:
     """``(col, row)`` with ``W = col row^T`` exactly, or None if the rank exceeds one."""
     pivot = next(((i, j) for i, r in enumerate(W) for j, w in enumerate(r) if w != 0), None)
     if pivot is None:
@@ -520,7 +520,7 @@ def _rank_one_tail(net: LNNet[fmpq]) -> tuple[int, Any] | None:
     if net.norms:
         return None
     j = len(net.layers)
-    while j > 0 and _rank_one(net.layers[j - 1].W) is not None:
+    while j > 0 and rank_one(net.layers[j - 1].W) is not None:
         j -= 1
     if j == 0 or j == len(net.layers):
         return None
@@ -549,7 +549,7 @@ def scalar_chain(net: LNNet[fmpq]) -> Any:
     """
     if net.norms or _algebraic(net):
         return None
-    factors = [_rank_one(layer.W) for layer in net.layers]
+    factors = [rank_one(layer.W) for layer in net.layers]
     if not net.layers or any(f is None for f in factors):
         return None
     reads = [f[1] for f in factors[1:]]  # type: ignore[index]

@@ -62,7 +62,7 @@ from flint import arb, fmpq
 
 from .algebraic import refuse_radicals
 from .arith import format_rational, json_float, parse_rational, precision, to_float
-from .certify import Certificate, _rank_one, certify, scalar_chain
+from .certify import Certificate, certify, rank_one, scalar_chain
 from .data import PointSet, named_labels, points_from_arrays
 from .errors import InputError
 from .fileformat import U, V, read_vector
@@ -156,7 +156,7 @@ def reads(net: LNNet[fmpq]) -> list[Read | None]:
     """
     out: list[Read | None] = []
     for a, hint in zip((*net.layers, net.readout), _hints(net), strict=True):
-        f = _rank_one(a.W)
+        f = rank_one(a.W)
         if f is None:
             out.append(None)
             continue
