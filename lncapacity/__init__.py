@@ -12,6 +12,7 @@ checks them in floating point.
 True
 """
 
+from . import floats  # noqa: F401  (it and certify register LNNet.predict's backends)
 from .certify import Certificate, certify
 from .construct import build
 from .data import PointSet, load_points, points_from_arrays

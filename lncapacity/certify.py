@@ -42,7 +42,7 @@ from .arith import exact, json_float, lower_bound_float, precision, shown
 from .data import PointSet, points_from_arrays
 from .errors import InputError
 from .interval import default_float_mode
-from .model import Affine, Label, LNNet
+from .model import Affine, Label, LNNet, register_predictor
 from .parallel import imap
 
 MAX_PRECISION = 1 << 16
@@ -438,6 +438,14 @@ def decide(net: LNNet[fmpq], x: Sequence[object], max_precision: int = MAX_PRECI
         if prec >= max_precision:
             raise ArithmeticError(f"cannot decide the argmax for {list(x)} at {prec} bits")
         prec *= 2
+
+
+def _predict(net: LNNet[fmpq], X: Any, backend: str) -> list[int]:
+    """``LNNet.predict(X, "exact")``: each row's class index by :func:`decide`."""
+    return [decide(net, row) for row in X]
+
+
+register_predictor("exact", _predict)
 
 
 def _start_precision(net: LNNet[fmpq]) -> int:

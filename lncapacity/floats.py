@@ -30,7 +30,7 @@ import numpy as np
 from .arith import FLOAT_MAX, finite_float, to_float
 from .data import PointSet
 from .errors import InputError
-from .model import Affine, LNNet, Norm
+from .model import Affine, LNNet, Norm, register_predictor
 from .reproducible import matmul, torch_one_thread
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -247,6 +247,15 @@ def forward(net: LNNet[Any], X: Any, backend: str = "float64") -> np.ndarray:
             h = run_layer(h, layer_arrays(net, i, dt), eps)
         R, r = affine_arrays(net.readout, dt)
         return product(h, R) + r
+
+
+def _predict(net: LNNet[Any], X: Any, backend: str) -> np.ndarray:
+    """``LNNet.predict(X, backend)`` for every backend but ``"exact"``: the argmax of the
+    scores by :func:`forward` (which checks ``backend``)."""
+    return np.argmax(forward(net, X, backend), axis=1)
+
+
+register_predictor("float", _predict)
 
 
 def layer_norm(Y: np.ndarray, eps: Any) -> np.ndarray:
