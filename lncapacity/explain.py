@@ -412,7 +412,7 @@ def fold_points(net: LNNet[fmpq]) -> list[fmpq | None]:
         if a is None or nxt is None:
             out.append(None)
             continue
-        s0, g, k, a1, a2 = _layer_constants(net, layer.b, a.col, nxt.row)
+        s0, g, k, a1, a2 = layer_constants(net, layer.b, a.col, nxt.row)
         out.append(s0 + a2 * k / (a1 * g) if a1 != 0 and g != 0 else None)
     return out
 
@@ -509,14 +509,14 @@ def _ball_columns(net: LNNet[fmpq], points: PointSet, prec: int) -> list[list[ar
             nxt = rd[j + 1]
             if nxt is None:
                 break
-            p = _layer_constants(net, layer.b, rd[j].col, nxt.row)  # type: ignore[union-attr]
+            p = layer_constants(net, layer.b, rd[j].col, nxt.row)  # type: ignore[union-attr]
             s0, g, k, a1, a2 = (arb(q) for q in p)
             s = [(a1 + a2 * (v - s0)) / (g * (v - s0) ** 2 + k).sqrt() for v in s]
             cols.append(s)
     return cols
 
 
-def _layer_constants(
+def layer_constants(
     net: LNNet[fmpq], b: Sequence[fmpq], col: Sequence[fmpq], row: Sequence[fmpq]
 ) -> tuple[fmpq, fmpq, fmpq, fmpq, fmpq]:
     """``(s0, g, k, a1, a2)`` of ``s' = (a1 + a2 (s - s0)) / sqrt(g (s - s0)^2 + k)``, exact."""
@@ -532,6 +532,11 @@ def _layer_constants(
     a2 = sum((m * a for m, a in zip(row, A, strict=True)), fmpq(0))
     a1 = sum((m * c for m, c in zip(row, centre, strict=True)), fmpq(0))
     return s0, g, k, a1, a2
+
+
+_layer_constants = layer_constants
+"""plot.py's name for :func:`layer_constants` until it imports the public one (plot is being
+made a package: the import changes with it, and then this line goes)."""
 
 
 def _gaps(values: Sequence[arb], labels: Sequence[Any], amplitude: float) -> dict[str, Any]:
@@ -685,7 +690,7 @@ def explain(
             entry["why"] = _why(meta, present)
         a, nxt = rd[i - 1], rd[i]
         if a is not None and nxt is not None:
-            s0, g, k, a1, a2 = _layer_constants(net, layer.b, a.col, nxt.row)
+            s0, g, k, a1, a2 = layer_constants(net, layer.b, a.col, nxt.row)
             fold = s0 + a2 * k / (a1 * g) if a1 != 0 and g != 0 else None
             entry.update(
                 centre=format_rational(s0),
