@@ -81,6 +81,7 @@ __all__ = [
     "float_trace",
     "fold_points",
     "label_runs",
+    "layer_constants",
     "layer_curve",
     "merge_history",
     "merges_at",
