@@ -23,7 +23,7 @@ from ..fileformat import read_vector
 from ..model import Affine, Label, LNNet
 from ..version import __version__
 from .circle import CIRCLE_META, Handoff, build_circle  # method "circle" (issue 18)
-from .fold import Chain, FoldStep, _fq, fold_layer, reversal
+from .fold import Chain, FoldStep, exact_float, fold_layer, reversal
 from .multiclass import envelope, merge_runs_k, pma_k
 from .peel import merge_peel
 from .pma import Progress, order_groups, pma, power_of_two_near
@@ -409,7 +409,7 @@ def _threshold(chain: Chain, y: Sequence[int]) -> tuple[fmpq, int]:
     if fast is not None and len(fast[1]) == 2:
         (order, starts), (lo_f, hi_f) = fast, chain.intervals
         left, right = order[: starts[1]], order[starts[1] :]
-        lo, hi = _fq(float(hi_f[left].max())), _fq(float(lo_f[right].min()))
+        lo, hi = exact_float(float(hi_f[left].max())), exact_float(float(lo_f[right].min()))
         return dyadic_between(lo, hi), y[int(order[0])]
     groups = order_groups(chain, [[k] for k in range(len(y))], y)
     labels = [y[g[0]] for g in groups]

@@ -39,8 +39,8 @@ from ..model import LNNet
 from .reals import CertifiedReal
 from .separability import (
     EXACT_MAX_RANK,
-    _data,
     congruent,
+    exact_points,
     object_dot,
     pencil_bounds,
     pencil_exact,
@@ -102,7 +102,7 @@ def trace(
             f"trace: a layer of width {widest}, beyond the limit of {MAX_WIDTH} (the certified "
             "LSSR costs the cube of the width: width 64 takes about 15 s)"
         )
-    H, labels = _data(X, y)
+    H, labels = exact_points(X, y)
     d = H.shape[1]
     if d != net.input_dim:
         where = X.source if isinstance(X, PointSet) else "points"
