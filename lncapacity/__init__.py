@@ -12,14 +12,14 @@ checks them in floating point.
 True
 """
 
-__version__ = "0.1.0"
-
+from . import floats  # noqa: F401  (it and certify register LNNet.predict's backends)
 from .certify import Certificate, certify
 from .construct import build
 from .data import PointSet, load_points, points_from_arrays
 from .errors import InputError
 from .fileformat import load, save
 from .model import LNNet
+from .version import __version__
 
 
 def __getattr__(name: str) -> object:

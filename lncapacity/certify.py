@@ -42,7 +42,7 @@ from .arith import exact, json_float, lower_bound_float, precision, shown
 from .data import PointSet, points_from_arrays
 from .errors import InputError
 from .interval import default_float_mode
-from .model import Affine, Label, LNNet
+from .model import Affine, Label, LNNet, register_predictor
 from .parallel import imap
 
 MAX_PRECISION = 1 << 16
@@ -440,6 +440,14 @@ def decide(net: LNNet[fmpq], x: Sequence[object], max_precision: int = MAX_PRECI
         prec *= 2
 
 
+def _predict(net: LNNet[fmpq], X: Any, backend: str) -> list[int]:
+    """``LNNet.predict(X, "exact")``: each row's class index by :func:`decide`."""
+    return [decide(net, row) for row in X]
+
+
+register_predictor("exact", _predict)
+
+
 def _start_precision(net: LNNet[fmpq]) -> int:
     # float-faithful nets need few bits at any depth; a net that needs more (the
     # paper's construction loses a few bits per layer) finds out on its first point,
@@ -500,7 +508,7 @@ def _algebraic(net: LNNet[Any]) -> bool:
     return has_radicals(net)
 
 
-def _rank_one(W: Sequence[Sequence[fmpq]]) -> tuple[list[fmpq], list[fmpq]] | None:
+def rank_one(W: Sequence[Sequence[fmpq]]) -> tuple[list[fmpq], list[fmpq]] | None:
     """``(col, row)`` with ``W = col row^T`` exactly, or None if the rank exceeds one."""
     pivot = next(((i, j) for i, r in enumerate(W) for j, w in enumerate(r) if w != 0), None)
     if pivot is None:
@@ -520,7 +528,7 @@ def _rank_one_tail(net: LNNet[fmpq]) -> tuple[int, Any] | None:
     if net.norms:
         return None
     j = len(net.layers)
-    while j > 0 and _rank_one(net.layers[j - 1].W) is not None:
+    while j > 0 and rank_one(net.layers[j - 1].W) is not None:
         j -= 1
     if j == 0 or j == len(net.layers):
         return None
@@ -549,7 +557,7 @@ def scalar_chain(net: LNNet[fmpq]) -> Any:
     """
     if net.norms or _algebraic(net):
         return None
-    factors = [_rank_one(layer.W) for layer in net.layers]
+    factors = [rank_one(layer.W) for layer in net.layers]
     if not net.layers or any(f is None for f in factors):
         return None
     reads = [f[1] for f in factors[1:]]  # type: ignore[index]

@@ -156,6 +156,17 @@ def points_from_arrays(X: Any, y: Any) -> PointSet:
 # messages
 
 
+def named_labels(text: str, present: Sequence[Any]) -> str:
+    """``text`` with "label 1" (a construction's number for the classes present, in order)
+    as "label" and the class it numbers."""
+
+    def name(m: re.Match[str]) -> str:
+        i = int(m.group(1))
+        return f"label {present[i]}" if i < len(present) else m.group(0)
+
+    return re.sub(r"\blabel (\d+)\b", name, text)
+
+
 def _err(prefix: str | None, msg: str) -> InputError:
     text = f"{prefix}: {msg}" if prefix else msg
     return InputError(" ".join(text.splitlines()))

@@ -53,7 +53,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -63,8 +62,8 @@ from flint import arb, fmpq
 
 from .algebraic import refuse_radicals
 from .arith import format_rational, json_float, parse_rational, precision, to_float
-from .certify import Certificate, _rank_one, certify, scalar_chain
-from .data import PointSet, points_from_arrays
+from .certify import Certificate, certify, rank_one, scalar_chain
+from .data import PointSet, named_labels, points_from_arrays
 from .errors import InputError
 from .fileformat import U, V, read_vector
 from .floats import affine_arrays, layer_arrays, product, run_layer
@@ -82,6 +81,7 @@ __all__ = [
     "float_trace",
     "fold_points",
     "label_runs",
+    "layer_constants",
     "layer_curve",
     "merge_history",
     "merges_at",
@@ -157,7 +157,7 @@ def reads(net: LNNet[fmpq]) -> list[Read | None]:
     """
     out: list[Read | None] = []
     for a, hint in zip((*net.layers, net.readout), _hints(net), strict=True):
-        f = _rank_one(a.W)
+        f = rank_one(a.W)
         if f is None:
             out.append(None)
             continue
@@ -413,7 +413,7 @@ def fold_points(net: LNNet[fmpq]) -> list[fmpq | None]:
         if a is None or nxt is None:
             out.append(None)
             continue
-        s0, g, k, a1, a2 = _layer_constants(net, layer.b, a.col, nxt.row)
+        s0, g, k, a1, a2 = layer_constants(net, layer.b, a.col, nxt.row)
         out.append(s0 + a2 * k / (a1 * g) if a1 != 0 and g != 0 else None)
     return out
 
@@ -510,14 +510,14 @@ def _ball_columns(net: LNNet[fmpq], points: PointSet, prec: int) -> list[list[ar
             nxt = rd[j + 1]
             if nxt is None:
                 break
-            p = _layer_constants(net, layer.b, rd[j].col, nxt.row)  # type: ignore[union-attr]
+            p = layer_constants(net, layer.b, rd[j].col, nxt.row)  # type: ignore[union-attr]
             s0, g, k, a1, a2 = (arb(q) for q in p)
             s = [(a1 + a2 * (v - s0)) / (g * (v - s0) ** 2 + k).sqrt() for v in s]
             cols.append(s)
     return cols
 
 
-def _layer_constants(
+def layer_constants(
     net: LNNet[fmpq], b: Sequence[fmpq], col: Sequence[fmpq], row: Sequence[fmpq]
 ) -> tuple[fmpq, fmpq, fmpq, fmpq, fmpq]:
     """``(s0, g, k, a1, a2)`` of ``s' = (a1 + a2 (s - s0)) / sqrt(g (s - s0)^2 + k)``, exact."""
@@ -533,6 +533,11 @@ def _layer_constants(
     a2 = sum((m * a for m, a in zip(row, A, strict=True)), fmpq(0))
     a1 = sum((m * c for m, c in zip(row, centre, strict=True)), fmpq(0))
     return s0, g, k, a1, a2
+
+
+_layer_constants = layer_constants
+"""plot.py's name for :func:`layer_constants` until it imports the public one (plot is being
+made a package: the import changes with it, and then this line goes)."""
 
 
 def _gaps(values: Sequence[arb], labels: Sequence[Any], amplitude: float) -> dict[str, Any]:
@@ -605,22 +610,11 @@ def present_classes(net: LNNet[fmpq]) -> list[Any] | None:
 
 
 def _why(meta: Mapping[str, Any], present: Sequence[Any] | None) -> str | None:
-    """``meta.why`` with the classes named (:func:`named_labels`)."""
+    """``meta.why`` with the classes named (:func:`~lncapacity.data.named_labels`)."""
     why = meta.get("why")
     if not isinstance(why, str) or not present:
         return None if why is None else str(why)
     return named_labels(why, present)
-
-
-def named_labels(text: str, present: Sequence[Any]) -> str:
-    """``text`` with "label 1" (a construction's number for the classes present, in order)
-    as "label" and the class it numbers."""
-
-    def name(m: re.Match[str]) -> str:
-        i = int(m.group(1))
-        return f"label {present[i]}" if i < len(present) else m.group(0)
-
-    return re.sub(r"\blabel (\d+)\b", name, text)
 
 
 def explain(
@@ -697,7 +691,7 @@ def explain(
             entry["why"] = _why(meta, present)
         a, nxt = rd[i - 1], rd[i]
         if a is not None and nxt is not None:
-            s0, g, k, a1, a2 = _layer_constants(net, layer.b, a.col, nxt.row)
+            s0, g, k, a1, a2 = layer_constants(net, layer.b, a.col, nxt.row)
             fold = s0 + a2 * k / (a1 * g) if a1 != 0 and g != 0 else None
             entry.update(
                 centre=format_rational(s0),

@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .arith import to_float
+from .arith import FLOAT_MAX, finite_float, to_float
 from .data import PointSet
 from .errors import InputError
-from .model import Affine, LNNet
+from .model import Affine, LNNet, Norm, register_predictor
 from .reproducible import matmul, torch_one_thread
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,7 +62,9 @@ MARGIN_WARNING_RATIO = 1e-6
 _NO_TORCH = "PyTorch is not installed: pip install 'lncapacity[torch]'"
 
 
-def _torch() -> Any:
+def import_torch() -> Any:
+    """The ``torch`` module, imported now; :class:`InputError` saying how to install it when
+    it is not installed."""
     try:
         import torch
     except ImportError:
@@ -73,7 +75,7 @@ def _torch() -> Any:
 def have_torch() -> bool:
     """Whether ``import torch`` works here (it is imported by this call)."""
     try:
-        _torch()
+        import_torch()
     except Exception:  # InputError, or a broken installation: either way no torch backends
         return False
     return True
@@ -130,6 +132,73 @@ def run_layer(h: np.ndarray, layer: Layer, eps: Any) -> np.ndarray:
     return h
 
 
+def export_floats(values: Any, where: str, dtype: str, finite: bool) -> np.ndarray:
+    """Exact numbers (a vector or a matrix) as float64, each rounded by :func:`to_float`;
+    with ``finite``, :class:`InputError` naming ``where`` for one beyond the ``dtype`` range."""
+    rows = values if values and isinstance(values[0], (list, tuple)) else [values]
+    out = []
+    for i, row in enumerate(rows):
+        fs = [to_float(v) for v in row]
+        if finite and not all(abs(f) <= FLOAT_MAX[dtype] for f in fs):  # NaN fails too
+            j = next(j for j, f in enumerate(fs) if not abs(f) <= FLOAT_MAX[dtype])
+            name = f"{where}[{i}][{j}]" if rows is values else f"{where}[{j}]"
+            finite_float(row[j], f"export: {name}", dtype)  # raises
+        out.append(fs)
+    a = np.array(out, dtype=np.float64)
+    return a if rows is values else a[0]
+
+
+def torch_sequential(net: LNNet[Any], dtype: str, finite: bool = True) -> torch.nn.Sequential:
+    """``net`` as a ``torch.nn.Sequential`` of PyTorch's own modules, in the torch dtype named
+    ``dtype`` (the callers, :func:`to_torch` and :func:`lncapacity.interop.to_torch`, check it).
+
+    One ``torch.nn.Linear`` per affine map, each followed (except the readout) by
+    ``torch.nn.LayerNorm(n_l, eps=float(net.eps))``, with ``elementwise_affine`` and ``bias``
+    set as the layer's :class:`~lncapacity.model.Norm` has them.  The weights are the exact
+    ones rounded to float64 and then to ``dtype``; on the CPU, in eval mode, without
+    gradients; the global random state is left untouched.  A weight or ``eps`` beyond the
+    range of ``dtype`` is an :class:`InputError` naming it (``finite=False``: it becomes
+    ``±inf``, as the float backends run it).
+    """
+    torch = import_torch()
+    tdt = getattr(torch, dtype)
+    nn = torch.nn
+
+    def tensor(values: Any, where: str) -> Any:
+        return torch.from_numpy(export_floats(values, where, dtype, finite)).to(tdt)
+
+    def linear(a: Affine[Any], where: str) -> torch.nn.Linear:
+        rows, cols = a.shape
+        lin = nn.Linear(cols, rows, dtype=tdt)  # its random start is overwritten
+        with torch.no_grad():
+            lin.weight.copy_(tensor(a.W, f"{where}.W").reshape(rows, cols))
+            lin.bias.copy_(tensor(a.b, f"{where}.b"))
+        return lin
+
+    def layer_norm(n: int, norm: Norm[Any], where: str) -> torch.nn.LayerNorm:
+        affine = not norm.is_identity
+        ln = nn.LayerNorm(
+            n, eps=eps, elementwise_affine=affine, bias=norm.bias is not None, dtype=tdt
+        )
+        if affine:
+            with torch.no_grad():
+                ln.weight.copy_(tensor(norm.gain or [1] * n, f"{where}.ln.gain"))
+                if norm.bias is not None:
+                    ln.bias.copy_(tensor(norm.bias, f"{where}.ln.bias"))
+        return ln
+
+    eps = finite_float(net.eps, "export: eps", dtype) if finite else to_float(net.eps)
+    modules: list[torch.nn.Module] = []
+    # the modules' random initialisation must not move the caller's random state
+    # (fork_rng restores it; nn.utils.skip_init would too, but costs 0.5 s on its first call)
+    with torch.random.fork_rng(devices=[]):
+        for i, layer in enumerate(net.layers):
+            modules.append(linear(layer, f"layers[{i}]"))
+            modules.append(layer_norm(len(layer.b), net.norm(i), f"layers[{i}]"))
+        modules.append(linear(net.readout, "readout"))
+    return nn.Sequential(*modules).eval().requires_grad_(False)
+
+
 def to_torch(net: LNNet[Any], dtype: str = "float64", finite: bool = True) -> torch.nn.Sequential:
     """``net`` as a ``torch.nn.Sequential`` of PyTorch's own modules, in ``dtype``.
 
@@ -144,12 +213,10 @@ def to_torch(net: LNNet[Any], dtype: str = "float64", finite: bool = True) -> to
     (``finite=False``: weights beyond the range become ``±inf``, as the backends run them;
     by default :class:`~lncapacity.errors.InputError`).
     """
-    from .interop import to_torch as interop_to_torch
-
-    _torch()
+    import_torch()
     if dtype not in DTYPES:
         raise InputError(f"unknown dtype {dtype!r} (choose from {', '.join(DTYPES)})")
-    return interop_to_torch(net, dtype, finite=finite)
+    return torch_sequential(net, dtype, finite)
 
 
 def forward(net: LNNet[Any], X: Any, backend: str = "float64") -> np.ndarray:
@@ -182,6 +249,15 @@ def forward(net: LNNet[Any], X: Any, backend: str = "float64") -> np.ndarray:
         return product(h, R) + r
 
 
+def _predict(net: LNNet[Any], X: Any, backend: str) -> np.ndarray:
+    """``LNNet.predict(X, backend)`` for every backend but ``"exact"``: the argmax of the
+    scores by :func:`forward` (which checks ``backend``)."""
+    return np.argmax(forward(net, X, backend), axis=1)
+
+
+register_predictor("float", _predict)
+
+
 def layer_norm(Y: np.ndarray, eps: Any) -> np.ndarray:
     """LayerNorm over the last axis of ``Y`` as the NumPy backends compute it (biased
     variance, ``eps`` inside the square root), in ``Y``'s dtype."""
@@ -190,7 +266,7 @@ def layer_norm(Y: np.ndarray, eps: Any) -> np.ndarray:
 
 
 def _forward_torch(net: LNNet[Any], h: np.ndarray, dtype: str) -> np.ndarray:
-    torch = _torch()
+    torch = import_torch()
     # One thread, then the caller's count again: once PyTorch's OpenMP pool has run in this
     # process, a worker fork()ed later (lncapacity.parallel, as shatter uses) hangs in its first
     # parallel kernel.  Width-3 layers gain nothing from threads anyway.

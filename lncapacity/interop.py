@@ -49,8 +49,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from flint import fmpq
 
-from .arith import FLOAT_MAX, finite_float, to_float
+from .arith import finite_float
 from .errors import InputError
+from .floats import export_floats, import_torch, torch_sequential
 from .model import Affine, Label, LNNet, Norm
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -73,12 +74,6 @@ TORCH_DTYPES = ("float64", "float32", "bfloat16", "float16")
 
 SAFE_MODULES = ("Sequential", "Linear", "LayerNorm", "Identity", "Dropout", "Flatten")
 """The ``torch.nn`` classes :func:`load_torch` lets ``torch.load(weights_only=True)`` rebuild."""
-
-
-def _torch() -> Any:
-    from .floats import _torch as imported
-
-    return imported()
 
 
 # ---------------------------------------------------------------------------
@@ -110,7 +105,7 @@ def _shape(t: Any, where: str, dims: int) -> tuple[int, ...]:
 
     Reads no data: a tensor of any claimed size (a memory map, a stride-0 view) costs nothing.
     """
-    torch = _torch()
+    torch = import_torch()
     if not isinstance(t, torch.Tensor):
         raise InputError(f"{where}: not a tensor (got {type(t).__name__})")
     dtype = str(t.dtype).removeprefix("torch.")
@@ -167,7 +162,7 @@ def _modules(model: Any, name: str = "model") -> list[tuple[str, Any]]:
     :data:`MAX_MODULES` modules (so a Sequential holding the same child twice, nested 40 deep,
     is refused, not walked 2^40 times).
     """
-    torch = _torch()
+    torch = import_torch()
     nn = torch.nn
     out: list[tuple[str, Any]] = []
     on_path: set[int] = set()
@@ -217,7 +212,7 @@ def _plan(model: Any, name: str) -> list[tuple[str, Any, str, dict[str, Any]]]:
     Returns ``(where, module, kind, checked attributes)`` for the Linear and LayerNorm modules
     and the skipped ones, in order.
     """
-    torch = _torch()
+    torch = import_torch()
     nn = torch.nn
     max_depth, max_input_dim, max_width = _limits()
     mods = _modules(model, name) if isinstance(model, nn.Sequential) else [("", model)]
@@ -354,7 +349,7 @@ def _plan(model: Any, name: str) -> list[tuple[str, Any, str, dict[str, Any]]]:
 
 def _exact_tensor(t: Any, where: str) -> list[Any]:
     """The exact rationals of a floating-point tensor (nested lists), or InputError."""
-    torch = _torch()
+    torch = import_torch()
     if not t.is_floating_point():
         raise InputError(f"{where}: weights of dtype {t.dtype} are not floating point")
     a = t.detach().to("cpu", torch.float64).numpy()  # exact for float16/bfloat16/float32/64
@@ -386,7 +381,7 @@ def from_torch(
     The net's ``meta["torch"]`` records the weights' dtype (the default of
     :func:`to_torch`) and the modules read.
     """
-    torch = _torch()
+    torch = import_torch()
     nn = torch.nn
     if not isinstance(model, nn.Module):
         raise InputError(f"{name}: not a torch.nn.Module (got {type(model).__name__})")
@@ -488,7 +483,7 @@ def from_state_dict(
     tensors themselves (no weights are allocated), so :func:`from_torch` checks the limits
     before any weight is read.
     """
-    torch = _torch()
+    torch = import_torch()
     nn = torch.nn
     if not isinstance(state, dict) or not all(
         isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()
@@ -610,7 +605,7 @@ def load_torch(
     with ``mmap=True``: the tensors' shapes are checked against the limits (:func:`from_torch`)
     before their data is read at all.
     """
-    torch = _torch()
+    torch = import_torch()
     p = str(path)
     if not os.path.isfile(p):
         raise InputError(f"{p}: no such file")
@@ -696,22 +691,6 @@ def default_dtype(net: LNNet[Any]) -> str:
     return dt if dt in TORCH_DTYPES else "float64"
 
 
-def _floats(values: Any, where: str, dtype: str, finite: bool) -> np.ndarray:
-    """Exact numbers (a vector or a matrix) as float64, each rounded by :func:`to_float`;
-    with ``finite``, :class:`InputError` naming ``where`` for one beyond the ``dtype`` range."""
-    rows = values if values and isinstance(values[0], (list, tuple)) else [values]
-    out = []
-    for i, row in enumerate(rows):
-        fs = [to_float(v) for v in row]
-        if finite and not all(abs(f) <= FLOAT_MAX[dtype] for f in fs):  # NaN fails too
-            j = next(j for j, f in enumerate(fs) if not abs(f) <= FLOAT_MAX[dtype])
-            name = f"{where}[{i}][{j}]" if rows is values else f"{where}[{j}]"
-            finite_float(row[j], f"export: {name}", dtype)  # raises
-        out.append(fs)
-    a = np.array(out, dtype=np.float64)
-    return a if rows is values else a[0]
-
-
 def to_torch(
     net: LNNet[Any], dtype: str | None = None, *, finite: bool = True
 ) -> torch.nn.Sequential:
@@ -729,46 +708,11 @@ def to_torch(
     A weight or ``eps`` beyond the range of ``dtype`` is an :class:`InputError` naming it
     (``finite=False``: it becomes ``±inf``, as the float backends run it).
     """
-    torch = _torch()
+    import_torch()
     dtype = default_dtype(net) if dtype is None else dtype
     if dtype not in TORCH_DTYPES:
         raise InputError(f"unknown dtype {dtype!r} (choose from {', '.join(TORCH_DTYPES)})")
-    tdt = getattr(torch, dtype)
-    nn = torch.nn
-
-    def tensor(values: Any, where: str) -> Any:
-        return torch.from_numpy(_floats(values, where, dtype, finite)).to(tdt)
-
-    def linear(a: Affine[Any], where: str) -> torch.nn.Linear:
-        rows, cols = a.shape
-        lin = nn.Linear(cols, rows, dtype=tdt)  # its random start is overwritten
-        with torch.no_grad():
-            lin.weight.copy_(tensor(a.W, f"{where}.W").reshape(rows, cols))
-            lin.bias.copy_(tensor(a.b, f"{where}.b"))
-        return lin
-
-    def layer_norm(n: int, norm: Norm[Any], where: str) -> torch.nn.LayerNorm:
-        affine = not norm.is_identity
-        ln = nn.LayerNorm(
-            n, eps=eps, elementwise_affine=affine, bias=norm.bias is not None, dtype=tdt
-        )
-        if affine:
-            with torch.no_grad():
-                ln.weight.copy_(tensor(norm.gain or [1] * n, f"{where}.ln.gain"))
-                if norm.bias is not None:
-                    ln.bias.copy_(tensor(norm.bias, f"{where}.ln.bias"))
-        return ln
-
-    eps = finite_float(net.eps, "export: eps", dtype) if finite else to_float(net.eps)
-    modules: list[torch.nn.Module] = []
-    # the modules' random initialisation must not move the caller's random state
-    # (fork_rng restores it; nn.utils.skip_init would too, but costs 0.5 s on its first call)
-    with torch.random.fork_rng(devices=[]):
-        for i, layer in enumerate(net.layers):
-            modules.append(linear(layer, f"layers[{i}]"))
-            modules.append(layer_norm(len(layer.b), net.norm(i), f"layers[{i}]"))
-        modules.append(linear(net.readout, "readout"))
-    return nn.Sequential(*modules).eval().requires_grad_(False)
+    return torch_sequential(net, dtype, finite)
 
 
 def save_torch(net: LNNet[Any], path: str | os.PathLike[str], dtype: str | None = None) -> None:
@@ -785,7 +729,7 @@ def save_torch(net: LNNet[Any], path: str | os.PathLike[str], dtype: str | None 
 
 def torch_bytes(net: LNNet[Any], dtype: str | None = None) -> bytes:
     """What :func:`save_torch` writes: ``torch.save`` of :func:`to_torch`."""
-    torch = _torch()
+    torch = import_torch()
     buf = io.BytesIO()
     torch.save(to_torch(net, dtype), buf)
     return buf.getvalue()
@@ -823,7 +767,7 @@ def to_onnx(net: LNNet[Any], dtype: str = "float32") -> bytes:
     nodes: list[Any] = []
 
     def const(name: str, values: Any, where: str) -> str:
-        a = _floats(values, where, dtype, True)
+        a = export_floats(values, where, dtype, True)
         inits.append(numpy_helper.from_array(a.astype(npdt), name))
         return name
 

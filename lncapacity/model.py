@@ -30,7 +30,7 @@ evaluates one point in whatever number type the weights have.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -239,15 +239,30 @@ class LNNet(Generic[T]):
         :func:`lncapacity.floats.to_torch`) or ``"exact"`` (rigorous balls,
         precision raised until each argmax is decided; inputs read exactly).
         """
-        if backend == "exact":
-            from .certify import decide
-
-            idx = [decide(self, row) for row in X]
-        else:
-            from .floats import forward
-
-            idx = np.argmax(forward(self, X, backend), axis=1)
+        kind = "exact" if backend == "exact" else "float"
+        if kind not in _PREDICTORS:  # only while lncapacity itself is half imported
+            raise RuntimeError(f"no {kind} backend registered (import lncapacity first)")
+        idx = _PREDICTORS[kind](self, X, backend)
         return np.asarray([self.classes[i] for i in idx])
+
+
+Predictor = Callable[[LNNet[Any], Any, str], Iterable[int]]
+"""``(net, X, backend) -> the index in net.classes of the class predicted for each row of X``."""
+
+_PREDICTORS: dict[str, Predictor] = {}
+
+
+def register_predictor(kind: str, predict: Predictor) -> None:
+    """Have :meth:`LNNet.predict` run ``predict`` for a ``kind`` of backend: ``"exact"`` (the
+    backend of that name) or ``"float"`` (every other name, which ``predict`` checks).
+
+    The model computes no backend itself, and imports none: :mod:`lncapacity.certify`
+    registers ``"exact"`` and :mod:`lncapacity.floats` ``"float"`` as they are imported
+    (``import lncapacity`` imports both).
+    """
+    if kind not in ("exact", "float"):
+        raise ValueError(f"unknown kind of backend {kind!r} (choose from exact, float)")
+    _PREDICTORS[kind] = predict
 
 
 def _affine_problems(name: str, a: Affine[Any], rows: int, cols: int) -> Iterator[str]:

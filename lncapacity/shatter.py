@@ -46,7 +46,6 @@ from typing import Any
 
 from flint import fmpq
 
-from . import __version__
 from .arith import epsilon, exact, format_rational, json_float, parse_rational, shown
 from .certify import certify
 from .data import PointSet
@@ -63,6 +62,7 @@ from .fileformat import (
 )
 from .model import LNNet
 from .parallel import imap
+from .version import __version__
 
 FORMAT = "lnnet-shatter/1"
 CLASSES = (0, 1)

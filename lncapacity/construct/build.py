@@ -16,15 +16,14 @@ from typing import Any
 import numpy as np
 from flint import fmpq
 
-from .. import __version__
 from ..arith import dyadic_between, epsilon
-from ..data import PointSet, points_from_arrays
+from ..data import PointSet, named_labels, points_from_arrays
 from ..errors import InputError
-from ..explain import named_labels
 from ..fileformat import read_vector
 from ..model import Affine, Label, LNNet
+from ..version import __version__
 from .circle import CIRCLE_META, Handoff, build_circle  # method "circle" (issue 18)
-from .fold import Chain, FoldStep, _fq, fold_layer, reversal
+from .fold import Chain, FoldStep, exact_float, fold_layer, reversal
 from .multiclass import envelope, merge_runs_k, pma_k
 from .peel import merge_peel
 from .pma import Progress, order_groups, pma, power_of_two_near
@@ -113,8 +112,6 @@ def build(
         return _constant_net(points, eps_q, cls, depth or 0, meta)
 
     if exact:
-        from .exact import build_exact
-
         return build_exact(points, eps_q, cls, depth, seed, progress, meta)
     present = sorted(set(points.y), key=cls.index)
     yk = [present.index(label) for label in points.y]
@@ -154,6 +151,54 @@ def build(
             note(f"peel gave way to pma: {why}")
         net = _folded(points, None, yk, present, cls, eps_q, depth, seed, "pma", progress, meta)
     return net
+
+
+def build_exact(
+    points: Any,
+    eps: fmpq,
+    cls: tuple[Any, ...],
+    depth: int | None,
+    seed: int,
+    progress: Progress | None,
+    meta: dict[str, Any],
+) -> Any:
+    """The net of :func:`.exact.exact_pma` for two classes (see :func:`build`)."""
+    from .exact import FOLD_READ_VECTOR, ExactStep, compact, exact_layer, exact_pma, pad, threshold
+
+    present = sorted(set(points.y), key=cls.index)
+    if len(present) > 2:
+        raise InputError(
+            f"exact merges are the paper's binary algorithm: {len(present)} classes present"
+        )
+    yk = [present.index(label) for label in points.y]
+    t, read, shift = projected(points.X, yk, seed)
+    chain = exact_pma(t, yk, eps, progress)
+    needed = len(chain.steps)
+    pad_to(chain, depth, pad)
+    theta, left = threshold(chain)
+    meta.update(
+        method="pma",
+        exact=True,
+        projection=[str(r) for r in read],
+        folds=needed,
+        depth=len(chain.steps),
+    )
+    layers = []
+    a: tuple[fmpq, ...] = read
+    for step in chain.steps:
+        if not layers:  # the chain runs on the normalised projection read . x - shift
+            step = ExactStep(step.centre + shift, step.offset, step.scale, step.kind, step.merged)
+        layers.append(exact_layer(a, step))
+        a = FOLD_READ_VECTOR
+    layers = compact(layers)
+    if layers:
+        shift = fmpq(0)
+    lines = [(left, -1, theta), (1 - left, 1, -theta)]
+    rows = {present[label]: (slope, iota - slope * shift) for label, slope, iota in lines}
+    W = tuple(tuple(rows[c][0] * x for x in a) if c in rows else _zeros(a) for c in cls)
+    b = tuple(rows[c][1] if c in rows else fmpq(-1) for c in cls)
+    readout = Affine(W, b, {"kind": "threshold", "threshold": str(theta)})
+    return LNNet(points.d, WIDTH, eps, tuple(layers), readout, cls, meta)
 
 
 def _rejected(net: LNNet[fmpq], points: PointSet, certify: bool) -> str | None:
@@ -364,7 +409,7 @@ def _threshold(chain: Chain, y: Sequence[int]) -> tuple[fmpq, int]:
     if fast is not None and len(fast[1]) == 2:
         (order, starts), (lo_f, hi_f) = fast, chain.intervals
         left, right = order[: starts[1]], order[starts[1] :]
-        lo, hi = _fq(float(hi_f[left].max())), _fq(float(lo_f[right].min()))
+        lo, hi = exact_float(float(hi_f[left].max())), exact_float(float(lo_f[right].min()))
         return dyadic_between(lo, hi), y[int(order[0])]
     groups = order_groups(chain, [[k] for k in range(len(y))], y)
     labels = [y[g[0]] for g in groups]

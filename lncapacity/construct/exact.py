@@ -294,7 +294,7 @@ FOLD_READ_VECTOR = V
 """Every layer after the first reads the previous LayerNorm output with ``v = (1, 1, -2)``."""
 
 
-def _compact(layers: list[Affine[Any]]) -> list[Affine[Any]]:
+def compact(layers: list[Affine[Any]]) -> list[Affine[Any]]:
     """The layers with their algebraic biases moved to a program of just what they need.
 
     (The construction's program also holds every point's value at every layer.)
@@ -304,53 +304,3 @@ def _compact(layers: list[Affine[Any]]) -> list[Affine[Any]]:
         return layers
     moved = dict(zip(map(id, radicals), radicals[0].program.compact(radicals), strict=True))
     return [Affine(a.W, tuple(moved.get(id(v), v) for v in a.b), a.meta) for a in layers]
-
-
-def build_exact(
-    points: Any,
-    eps: fmpq,
-    cls: tuple[Any, ...],
-    depth: int | None,
-    seed: int,
-    progress: Progress | None,
-    meta: dict[str, Any],
-) -> Any:
-    """The net of :func:`exact_pma` for two classes (see :func:`lncapacity.build`)."""
-    from ..errors import InputError
-    from ..model import LNNet
-    from .build import WIDTH, _zeros, pad_to, projected
-
-    present = sorted(set(points.y), key=cls.index)
-    if len(present) > 2:
-        raise InputError(
-            f"exact merges are the paper's binary algorithm: {len(present)} classes present"
-        )
-    yk = [present.index(label) for label in points.y]
-    t, read, shift = projected(points.X, yk, seed)
-    chain = exact_pma(t, yk, eps, progress)
-    needed = len(chain.steps)
-    pad_to(chain, depth, pad)
-    theta, left = threshold(chain)
-    meta.update(
-        method="pma",
-        exact=True,
-        projection=[str(r) for r in read],
-        folds=needed,
-        depth=len(chain.steps),
-    )
-    layers = []
-    a: tuple[fmpq, ...] = read
-    for step in chain.steps:
-        if not layers:  # the chain runs on the normalised projection read . x - shift
-            step = ExactStep(step.centre + shift, step.offset, step.scale, step.kind, step.merged)
-        layers.append(exact_layer(a, step))
-        a = FOLD_READ_VECTOR
-    layers = _compact(layers)
-    if layers:
-        shift = fmpq(0)
-    lines = [(left, -1, theta), (1 - left, 1, -theta)]
-    rows = {present[label]: (slope, iota - slope * shift) for label, slope, iota in lines}
-    W = tuple(tuple(rows[c][0] * x for x in a) if c in rows else _zeros(a) for c in cls)
-    b = tuple(rows[c][1] if c in rows else fmpq(-1) for c in cls)
-    readout = Affine(W, b, {"kind": "threshold", "threshold": str(theta)})
-    return LNNet(points.d, WIDTH, eps, tuple(layers), readout, cls, meta)

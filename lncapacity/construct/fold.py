@@ -256,7 +256,7 @@ class Chain:
         """Exact rationals ``lo <= every value <= hi``, from the intervals when finite."""
         lo, hi = self.intervals
         if len(lo) and np.isfinite(lo).all() and np.isfinite(hi).all():
-            return _fq(float(lo.min())), _fq(float(hi.max()))
+            return exact_float(float(lo.min())), exact_float(float(hi.max()))
         everything = [list(range(len(self.t)))]
         return self.lower(everything), self.upper(everything)
 
@@ -277,6 +277,6 @@ class Chain:
         self._done = -1
 
 
-def _fq(x: float) -> fmpq:
+def exact_float(x: float) -> fmpq:
     """A float as the exact dyadic rational it is."""
     return fmpq(*x.as_integer_ratio())

@@ -50,7 +50,7 @@ from .pma import (
     with_tolerances,
 )
 from .project import runs
-from .runfold import ANGLES, Unresolvable, _eighth_power, certified_runs, to_steps
+from .runfold import ANGLES, Unresolvable, certified_runs, eighth_power, to_steps
 
 NEAR = arb(2) ** -10
 """Mirror images of different labels closer than this fraction of the smallest label gap
@@ -351,7 +351,7 @@ def _merge_scores(
     smallest = np.minimum.reduce(gaps)
     ok = (hi_psi > lo_psi)[:, None] & (smallest > 0)
     t = np.where(ok, smallest, 1.0)
-    total = sum(_eighth_power(t / g) for g in gaps)
+    total = sum(eighth_power(t / g) for g in gaps)
     score = np.where(ok, t * total ** (-1 / 8), -np.inf)
     K = psi.shape[1]
     return score.ravel(), np.repeat(C, K), np.repeat(W, K), psi.ravel()

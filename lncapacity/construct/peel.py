@@ -46,9 +46,9 @@ from .runfold import (
     Runs,
     Tightener,
     Unresolvable,
-    _eighth_power,
     _first_certified,
-    _runs,
+    chain_runs,
+    eighth_power,
     to_steps,
     watch,
 )
@@ -80,7 +80,7 @@ def merge_peel(
     """
     labels = np.asarray(y)
     k = int(labels.max()) + 1
-    rs = _runs(chain, y, labels)
+    rs = chain_runs(chain, y, labels)
     peeled: list[int] = []
     tight = Tightener()
     shadow = FloatShadow(chain)
@@ -245,7 +245,7 @@ def _scores(
     smallest = gap.min(axis=1)
     ok = np.repeat(hi_psi > lo_psi, K) & (smallest > 0)
     t = np.where(ok, smallest, 1.0)
-    total = _eighth_power(t[:, None] / np.where(ok[:, None], gap, 1.0)).sum(axis=1)
+    total = eighth_power(t[:, None] / np.where(ok[:, None], gap, 1.0)).sum(axis=1)
     score = np.where(ok, t * total ** (-1 / 8) / scale, -np.inf)
     return score, Cr, Wr, psi
 

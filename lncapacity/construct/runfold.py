@@ -84,7 +84,7 @@ def merge_runs(chain: Chain, y: Sequence[int], progress: Progress | None = None)
     then :class:`Unresolvable` (the caller gives way to ``pma``).
     """
     labels = np.asarray(y)
-    rs, rescaled = _runs(chain, y, labels), 0
+    rs, rescaled = chain_runs(chain, y, labels), 0
     tight = Tightener()
     while True:
         if rs is None:  # distinct, but closer than MAX_PRECISION bits can tell
@@ -312,7 +312,7 @@ def _first_certified(
         chain.push(step)
         after = _moved_runs(chain, rs, labels) or interval_runs(chain, labels)
         if after is None and y is not None:
-            after = _runs(chain, y, labels)
+            after = chain_runs(chain, y, labels)
         if after is not None and (len(after[1]) == count - 1 if done is None else done(after)):
             return after
         chain.pop()
@@ -333,7 +333,7 @@ def to_steps(
     return out
 
 
-def _runs(chain: Chain, y: Sequence[int], labels: np.ndarray) -> Runs | None:
+def chain_runs(chain: Chain, y: Sequence[int], labels: np.ndarray) -> Runs | None:
     """:func:`interval_runs`, else :func:`certified_runs` in balls; None if undecided."""
     rs = interval_runs(chain, labels)
     if rs is not None:
@@ -509,9 +509,9 @@ def _scores(xl: np.ndarray, xh: np.ndarray) -> tuple[np.ndarray, ...]:
     ok = (hi_psi > lo_psi)[:, None] & (smallest > 0)
     # soft minimum (sum g^-8)^(-1/8), scaled by the smallest gap against overflow
     t = np.where(ok, smallest, 1.0)[..., None]
-    total = sum(_eighth_power(t[..., 0] / g) for g in gaps)
+    total = sum(eighth_power(t[..., 0] / g) for g in gaps)
     if r > 4:
-        total = total + _eighth_power(np.divide(t, far, out=far)).sum(axis=-1)
+        total = total + eighth_power(np.divide(t, far, out=far)).sum(axis=-1)
     score = np.where(ok, t[..., 0] * total ** (-1 / 8), -np.inf)
     K = psi.shape[1]
     return score.ravel(), np.repeat(C, K), np.repeat(W, K), psi.ravel()
@@ -538,7 +538,7 @@ def watch(t: np.ndarray, gaps: np.ndarray, count: int = WATCHED) -> np.ndarray:
     return np.union1d(smallest, t[np.linspace(0, len(t) - 1, count).astype(int)])
 
 
-def _eighth_power(q: np.ndarray) -> np.ndarray:
+def eighth_power(q: np.ndarray) -> np.ndarray:
     """``q ** 8`` by squaring (``**`` with a float exponent is several times slower)."""
     q = q * q
     q = q * q

@@ -32,14 +32,15 @@ from flint import arb, ctx, fmpq, fmpq_mat
 
 from ..algebraic import refuse_radicals
 from ..arith import precision
+from ..certify import rank_one
 from ..data import PointSet
 from ..errors import InputError
 from ..model import LNNet
 from .reals import CertifiedReal
 from .separability import (
     EXACT_MAX_RANK,
-    _data,
     congruent,
+    exact_points,
     object_dot,
     pencil_bounds,
     pencil_exact,
@@ -101,7 +102,7 @@ def trace(
             f"trace: a layer of width {widest}, beyond the limit of {MAX_WIDTH} (the certified "
             "LSSR costs the cube of the width: width 64 takes about 15 s)"
         )
-    H, labels = _data(X, y)
+    H, labels = exact_points(X, y)
     d = H.shape[1]
     if d != net.input_dim:
         where = X.source if isinstance(X, PointSet) else "points"
@@ -162,14 +163,12 @@ def _scalar_steps(net: LNNet[fmpq]) -> list[tuple[Any, ...]] | None:
     Only ``t`` carries rounding error from layer to layer, so balls stay tight
     where the generic matrix pass would lose bits to the dependency problem.
     """
-    from ..certify import _rank_one
-
     if net.norms:  # a LayerNorm gain or bias: the general pass (_hidden) applies it
         return None
     steps = []
     for layer in net.layers:
         n = len(layer.b)  # this layer's width (widths may differ)
-        f = _rank_one(layer.W)
+        f = rank_one(layer.W)
         if f is None:
             return None
         col, row = f

@@ -64,7 +64,7 @@ EXACT_MAX_RANK = 32
 ZERO, ONE = fmpq(0), fmpq(1)
 
 
-def _data(X: Any, y: Any) -> tuple[np.ndarray, list[Any]]:
+def exact_points(X: Any, y: Any) -> tuple[np.ndarray, list[Any]]:
     """Points as an exact object array (fmpq), and the labels."""
     if isinstance(X, PointSet):
         return np.array(X.X, dtype=object).reshape(X.m, X.d), list(X.y)
@@ -151,7 +151,7 @@ def ssr(X: Any, y: Any = None) -> CertifiedReal | None:
     >>> str(ssr([[0, 0], [1, 1], [0, 1], [1, 0]], [0, 0, 1, 1]))  # XOR
     '1'
     """
-    H, labels = _data(X, y)
+    H, labels = exact_points(X, y)
     return ssr_of_scatter(*scatter_matrices(H, labels))
 
 
@@ -170,7 +170,7 @@ def lssr(X: Any, y: Any = None, method: str = "auto") -> CertifiedReal | None:
     """
     if method not in ("auto", "exact", "bounds"):
         raise ValueError(f"unknown method {method!r}")
-    H, labels = _data(X, y)
+    H, labels = exact_points(X, y)
     Sw, St = scatter_matrices(H, labels)
     return pencil_exact(Sw, St, {"exact": None, "auto": EXACT_MAX_RANK, "bounds": 0}[method])
 
