@@ -40,7 +40,7 @@ def save_figures(
 
     ``ladder`` (value or angle), ``ladder_rank``, ``fold_maps``, ``circles`` (width 3
     with layers), ``regions`` (d = 2), ``merge_tree`` and ``merge_tree.graphml``
-    (merged ``by`` runs or values, see :func:`merge_by`).  Files appear only when
+    (merged ``by`` runs or values, see :func:`~.merges.merge_by`).  Files appear only when
     all are drawn (each written to a temporary file first, then renamed).
     """
     points = as_points(net, X, y)

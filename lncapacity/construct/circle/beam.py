@@ -84,10 +84,10 @@ def search(
     (exact dyadic weights) and the float64 outputs ``H`` of the last one.  With
     ``warm`` (and PyTorch installed, data in ``R^d``, ``d > 1``) the first layers of
     small nets trained by Adam compete as starting states (:func:`_trained_starts`).
-    States are ranked by boundaries plus :data:`LAMBDA` per halving of the label gap
-    below :data:`COMFORT` (what float arithmetic must keep resolving).
+    States are ranked by boundaries plus :data:`~.state.LAMBDA` per halving of the label gap
+    below :data:`~.state.COMFORT` (what float arithmetic must keep resolving).
 
-    ``handoff``: the search may stop early with the state whose :func:`finish`
+    ``handoff``: the search may stop early with the state whose :func:`~.handoff.finish`
     (its depth plus the layers ``runs`` needs from it) is least: once that is no more
     than the depth the circle's pace over the last :data:`PATIENCE` layers projects,
     or when the search ends without finishing.  Then the returned

@@ -284,7 +284,8 @@ def _spread(rel: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
 
 
 def _evenness(theta: np.ndarray, y: np.ndarray) -> float:
-    """Mean log angle between neighbours of different labels (``-inf`` below :data:`GAP_MIN`)."""
+    """Mean log angle between neighbours of different labels (``-inf`` below
+    :data:`~.state.GAP_MIN`)."""
     srt_i = np.argsort(theta, kind="stable")
     srt, lab = theta[srt_i], y[srt_i]
     d = np.diff(srt)[lab[1:] != lab[:-1]]

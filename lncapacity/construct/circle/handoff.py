@@ -30,11 +30,12 @@ runs ran out of float resolution within 40 layers; from ``2^-16`` (m = 400) and 
 (m = 1000) it finished).  When it does not, ``build`` uses ``runs`` alone."""
 
 HANDOFF_ERR = 2.0**-30
-"""The largest float64 error (radians, :attr:`State.err`) a state ``runs`` takes over may
-carry.  ``runs`` keeps the true values widened by it apart (:attr:`Handoff.slack`), so
-float64 stays faithful; wider slack leaves it too little room (measured on 1000 random
-points in R^3: from states with errors near ``2^-24`` it ran out of float resolution
-after about 180 layers; without the slack, one point in 1000 went wrong in float64)."""
+"""The largest float64 error (radians, :attr:`State.err <.state.State.err>`) a state ``runs``
+takes over may carry.  ``runs`` keeps the true values widened by it apart
+(:attr:`Handoff.slack`), so float64 stays faithful; wider slack leaves it too little room
+(measured on 1000 random points in R^3: from states with errors near ``2^-24`` it ran out
+of float resolution after about 180 layers; without the slack, one point in 1000 went wrong
+in float64)."""
 
 HANDOFF_ROUNDING = 2.0**-48
 """Float64 rounding of ``read . h`` itself, and of the radius with eps > 0 (scaled so that
@@ -87,4 +88,5 @@ class Handoff:
     """``prec -> balls`` of the true ``read . h`` of every point (:class:`~.fold.Chain`)."""
     slack: np.ndarray
     """How far float64's ``read . h`` may be from the true one, per point (``|read| <= 1 /
-    sqrt 3``, so the angle's error bound :attr:`State.err`, doubled, plus rounding)."""
+    sqrt 3``, so the angle's error bound :attr:`State.err <.state.State.err>`, doubled, plus
+    rounding)."""

@@ -49,7 +49,7 @@ class State:
     boundaries: int = 0
     gap: float = 0.0
     finish: float | None = None
-    """Cache of :func:`finish`."""
+    """Cache of :func:`~.handoff.finish`."""
     err: np.ndarray = field(kw_only=True)
     """Bound, per point, on the float64 error of the angles (:func:`_carry`)."""
 
