@@ -1,0 +1,241 @@
+"""The circle search: a beam of states, one fold layer at a time (``--method circle``).
+
+:func:`search` keeps the best few states (:mod:`.state`), expands each by the poles
+:mod:`.candidates` proposes (:func:`_children`), stops at ``k`` boundaries, or hands
+over to ``runs`` (:func:`.handoff.finish`) or gives up when its pace cannot finish;
+small nets trained by Adam compete as starting states (:func:`_trained_starts`).
+proofs/circle_maps.md; issue 18; split out of ``circle.py`` (issue 29).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable
+
+import numpy as np
+
+from ...reproducible import matmul, torch_one_thread
+from .candidates import _first_layer, _fold_layer_candidates, _spread
+from .handoff import finish
+from .state import (
+    GAP_MIN,
+    SQRT3,
+    E,
+    State,
+    _affine,
+    _carry,
+    _floats,
+    _rank,
+    _scaled,
+    _score_orders,
+    plane,
+)
+
+Progress = Callable[[int, int], None]
+
+
+def _children(
+    st: State, y: np.ndarray, eps: float, rng: np.random.Generator, candidates: int, keep: int
+) -> list[State]:
+    """The states one fold layer after ``st``, from its ``keep`` best poles."""
+    P = plane(st.H)
+    out = []
+    for b, _, q in _fold_layer_candidates(P, y, rng, candidates, keep):
+        base = math.atan2(-q[1], -q[0])
+        a = np.arctan2(P[:, 1] - q[1], P[:, 0] - q[0])
+        rel = (a - base + math.pi) % (2 * math.pi) - math.pi
+        M, _ = _spread(rel, y)
+        c, s_ = math.cos(base), math.sin(base)
+        Mq = matmul(M, np.array([[c, s_], [-s_, c]]))  # rotate -q to angle 0, then spread
+        s = _scaled(matmul(P - q, Mq.T), eps)
+        # h = sqrt(3) E x, so x = E^T h / sqrt(3):  P (W h + c) = s E Mq (x - q)
+        EMq = matmul(E, Mq)
+        layer = _affine(
+            matmul(s * EMq, E.T) / SQRT3, matmul(-s * EMq, q), {"kind": "circle", "boundaries": b}
+        )
+        H, theta, err = _carry(st.H, *_floats(layer), eps, st.err)
+        bb, gg, _ = _score_orders(theta[None, :], y, cyclic=True, err=err)
+        if gg[0] >= GAP_MIN:
+            out.append(State(H, [*st.layers, layer], int(bb[0]), float(gg[0]), err=err))
+    return out
+
+
+def search(
+    X: np.ndarray,
+    y: np.ndarray,
+    eps: float,
+    *,
+    max_depth: int,
+    seed: int = 0,
+    beam: int = 4,
+    candidates: int = 1500,
+    warm: bool = True,
+    handoff: bool = False,
+    progress: Progress | None = None,
+    reached: list[int] | None = None,
+) -> State | None:
+    """A beam search for layers leaving every class one arc (``k`` boundaries); None if
+    not found.  ``reached``: a list that is left holding the fewest boundaries of any state
+    kept (how close a failed search came).
+
+    ``X``: the points as float64 (``m x d``), ``y`` labels ``0 .. k-1``, each
+    present.  Deterministic for ``seed``.  The returned state has the layers
+    (exact dyadic weights) and the float64 outputs ``H`` of the last one.  With
+    ``warm`` (and PyTorch installed, data in ``R^d``, ``d > 1``) the first layers of
+    small nets trained by Adam compete as starting states (:func:`_trained_starts`).
+    States are ranked by boundaries plus :data:`~.state.LAMBDA` per halving of the label gap
+    below :data:`~.state.COMFORT` (what float arithmetic must keep resolving).
+
+    ``handoff``: the search may stop early with the state whose :func:`~.handoff.finish`
+    (its depth plus the layers ``runs`` needs from it) is least: once that is no more
+    than the depth the circle's pace over the last :data:`PATIENCE` layers projects,
+    or when the search ends without finishing.  Then the returned
+    state may have more than ``k`` boundaries; the caller finishes it with ``runs``.
+    """
+    rng = np.random.default_rng(seed)
+    k = int(y.max()) + 1
+    states = []
+    for b, gap, Q, q in _first_layer(X, y, rng, beam, 256):
+        M = np.eye(2)
+        s = _scaled(matmul(matmul(X, Q) - q, M.T), eps)
+        EM = matmul(E, M)
+        layer = _affine(
+            matmul(s * EM, Q.T), matmul(-s * EM, q), {"kind": "circle-first", "boundaries": b}
+        )
+        H, _, err = _carry(X, *_floats(layer), eps)
+        states.append(State(H, [layer], b, gap, err=err))
+    if warm and X.shape[1] > 1:
+        states += [st for st in _trained_starts(X, y, eps, seed, max_depth) if st.gap >= GAP_MIN]
+    kept: State | None = None  # handoff: the state with the least finish so far
+    history: dict[int, int] = {}  # depth -> fewest boundaries reached
+    while states:
+        best = min(states, key=lambda s: (s.boundaries, -s.gap))
+        depth = len(best.layers)
+        history[depth] = best.boundaries
+        if reached is not None:
+            reached[:] = [min(history.values())]
+        if handoff:
+            for st in states:
+                if finish(st, y) < (math.inf if kept is None else finish(kept, y)):
+                    kept = st
+        if progress:
+            guess = depth + _estimate(best.boundaries - k + 2)
+            if kept is not None:
+                guess = min(guess, finish(kept, y))
+            progress(depth, max(depth, min(max_depth, guess)))
+        if best.boundaries <= k:
+            return best if kept is None or finish(best, y) <= finish(kept, y) else kept
+        if depth >= max_depth:
+            break
+        if handoff and kept is not None and depth - PATIENCE in history:
+            # hand over once runs from the kept state beats the circle's recent pace
+            pace = (history[depth - PATIENCE] - best.boundaries) / PATIENCE
+            if pace <= 0 or finish(kept, y) <= depth + (best.boundaries - k) / pace:
+                break
+        if depth - 2 * PATIENCE in history and best.boundaries - k > 2 * PATIENCE:
+            # give up when the pace over the last layers cannot finish within max_depth
+            # (not near the end, where a few boundaries may take a few tries)
+            pace = (history[depth - 2 * PATIENCE] - best.boundaries) / (2 * PATIENCE)
+            if pace <= 0 or depth + (best.boundaries - k) / pace > GIVE_UP * max_depth:
+                break
+        expanded = [c for st in states for c in _children(st, y, eps, rng, candidates, 2 * beam)]
+        expanded.sort(key=_rank)
+        # diversity: at most two states per boundary count
+        states, seen = [], Counter()
+        for st in expanded:
+            if seen[st.boundaries] < 2:
+                states.append(st)
+                seen[st.boundaries] += 1
+            if len(states) == beam:
+                break
+    return kept
+
+
+PATIENCE = 6
+"""Layers over which the handoff search measures its pace (boundaries removed per layer)."""
+GIVE_UP = 1.5
+"""The search stops when its pace over ``2 PATIENCE`` layers projects more than this many
+times ``max_depth`` (it would not beat ``runs``: the time is better spent there)."""
+
+TRAIN_DEPTHS = (1, 2)
+"""Depths of the nets trained by Adam as warm starts."""
+TRAIN_STEPS = 1500
+
+
+def _trained_starts(
+    X: np.ndarray, y: np.ndarray, eps: float, seed: int, max_depth: int
+) -> list[State]:
+    """States after the layers of small LN-Nets trained by Adam (float64, seeded).
+
+    Real data has structure a 2-D angle can see at once (a depth-2 LN-Net trained
+    for seconds gets about 99% of digits even/odd right): its layers, taken as
+    the exact dyadic rationals their float64 weights are, leave few label
+    boundaries for the folds to remove.  Empty without PyTorch.
+    """
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is an optional dependency
+        return []
+    mu = X.mean(axis=0)
+    sd = float(np.abs(X - mu).max()) or 1.0
+    out = []
+    with torch_one_thread(torch):
+        Xs = torch.tensor((X - mu) / sd, dtype=torch.float64)
+        k = int(y.max()) + 1
+        sign = torch.tensor(np.where(y == 1, 1.0, -1.0), dtype=torch.float64)
+        target = torch.tensor(y, dtype=torch.long)
+        gen = torch.Generator().manual_seed(seed)
+        for depth in TRAIN_DEPTHS:
+            if depth > max_depth:
+                continue
+            params, fan_in = [], X.shape[1]
+            for _ in range(depth):
+                params += [
+                    torch.randn(3, fan_in, generator=gen, dtype=torch.float64) / fan_in**0.5,
+                    torch.randn(3, generator=gen, dtype=torch.float64) * 0.1,
+                ]
+                fan_in = 3
+            if k == 2:  # one score, logistic loss
+                params.append(torch.randn(3, generator=gen, dtype=torch.float64))
+                params.append(torch.zeros(1, dtype=torch.float64))
+            else:  # k scores, cross-entropy
+                params.append(torch.randn(3, k, generator=gen, dtype=torch.float64))
+                params.append(torch.zeros(k, dtype=torch.float64))
+            for p in params:
+                p.requires_grad_(True)
+            opt = torch.optim.Adam(params, lr=0.05)
+            for _ in range(TRAIN_STEPS):
+                opt.zero_grad()
+                h = Xs
+                for i in range(depth):
+                    h = torch.nn.functional.layer_norm(
+                        h @ params[2 * i].T + params[2 * i + 1], (3,), eps=eps
+                    )
+                if k == 2:
+                    score = h @ params[-2] + params[-1][0]
+                    torch.nn.functional.softplus(-4 * sign * score).mean().backward()
+                else:
+                    logits = 4 * (h @ params[-2] + params[-1])
+                    torch.nn.functional.cross_entropy(logits, target).backward()
+                opt.step()
+            layers, H, err = [], X, None
+            for i in range(depth):
+                W = params[2 * i].detach().numpy().copy()
+                b = params[2 * i + 1].detach().numpy().copy()
+                if i == 0:  # undo the standardisation: W (x - mu) / sd + b
+                    W, b = W / sd, b - matmul(W, mu) / sd
+                G = matmul(matmul(H, W.T) + b, E)
+                s = _scaled(G, eps)
+                layer = _affine(s * W, s * b, {"kind": "trained"})
+                H, theta, err = _carry(H, *_floats(layer), eps, err)
+                layers.append(layer)
+            bb, gg, _ = _score_orders(theta[None, :], y, cyclic=True, err=err)
+            for layer in layers:
+                layer.meta["boundaries"] = int(bb[0])  # type: ignore[index]
+            out.append(State(H, layers, int(bb[0]), float(gg[0]), err=err))
+    return out
+
+
+def _estimate(b: int) -> int:
+    return max(0, math.ceil(math.log2(b + 2)) - 2)

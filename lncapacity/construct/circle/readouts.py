@@ -1,0 +1,103 @@
+"""The circle net's readout: every class one arc (``--method circle``).
+
+Two classes: a chord (:func:`chord`); ``k``: the polygon inscribed at the cuts between
+the arcs (:func:`polygon`, proofs/multiclass.md §7).  Split out of ``circle.py`` (issue 29).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from flint import fmpq
+
+from ...model import Affine
+from ...reproducible import matmul
+from .state import SQRT3, E, _affine, _floats, plane
+
+
+def readout(H: np.ndarray, y: np.ndarray) -> Affine[fmpq] | None:
+    """The readout of labels ``0 .. k-1`` forming ``k`` arcs: :func:`chord` for two,
+    :func:`polygon` for more; None if they do not form ``k`` arcs (in float64)."""
+    return chord(H, y) if int(y.max()) == 1 else polygon(H, y)
+
+
+def _arcs(H: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Angles sorted, their labels, and the indices ``i`` with a label change from
+    sorted point ``i`` to ``i + 1`` (cyclically); None unless each label is one arc."""
+    theta = np.arctan2(*plane(H).T[::-1])
+    order = np.argsort(theta, kind="stable")
+    lab = y[order]
+    ch = np.flatnonzero(lab != np.roll(lab, -1))
+    if len(ch) != int(y.max()) + 1:
+        return None
+    return theta[order], lab, ch
+
+
+def _gap_middle(srt: np.ndarray, i: int) -> float:
+    """The angle halfway from sorted point ``i`` to the next (cyclically, unwrapped)."""
+    m = len(srt)
+    return (srt[i] + srt[(i + 1) % m] + (2 * math.pi if i + 1 >= m else 0.0)) / 2
+
+
+def polygon(H: np.ndarray, y: np.ndarray) -> Affine[fmpq] | None:
+    """An argmax readout for ``k >= 3`` classes, each one arc of the circle.
+
+    Cut the circle in the middle of the ``k`` gaps between arcs: the cut points
+    are the vertices of a convex polygon inscribed in the circle, and the arc of
+    class ``c`` is the cap beyond its edge.  Score ``c`` is the signed distance
+    beyond that edge, ``e(mu_c) . p - cos(w_c)`` (``mu_c`` the middle and ``w_c``
+    the half-width of the arc between its cuts): positive on the arc, negative
+    on every other arc (the edges' lines meet the circle only at the cuts), so
+    the argmax is ``c`` exactly on the arc (proofs/multiclass.md, the circle
+    readout).  ``p = E^T h / sqrt(3)``, so row ``c`` is ``E e(mu_c) / sqrt(3)``.
+    """
+    arcs = _arcs(H, y)
+    if arcs is None:
+        return None
+    srt, lab, ch = arcs
+    k = len(ch)
+    cuts = [_gap_middle(srt, int(i)) for i in ch]
+    W, b = np.zeros((k, 3)), np.zeros(k)
+    for j in range(k):
+        lo, hi = cuts[j], cuts[(j + 1) % k]
+        if hi <= lo:
+            hi += 2 * math.pi
+        c = int(lab[(ch[j] + 1) % len(lab)])  # the label of the arc after cut j
+        mid, half = (lo + hi) / 2, (hi - lo) / 2
+        W[c] = matmul(E, np.array([math.cos(mid), math.sin(mid)])) / SQRT3
+        b[c] = -math.cos(half)
+    layer = _affine(W, b, {"kind": "arcs", "cuts": [float(g) for g in cuts]})
+    Wf, bf = _floats(layer)
+    if not (np.argmax(matmul(H, Wf.T) + bf, axis=1) == y).all():
+        return None
+    return layer
+
+
+def chord(H: np.ndarray, y: np.ndarray) -> Affine[fmpq] | None:
+    """A chord readout: rows ``(-a, a)``, biases ``(t, -t)`` with ``a . h > t`` exactly on label 1.
+
+    ``a = E n`` for the unit normal ``n`` pointing to the middle of the label-1
+    arc; ``t`` halfway between the two labels' extreme values.  None if the
+    labels do not form two arcs (in float64).
+    """
+    arcs = _arcs(H, y)
+    if arcs is None:
+        return None
+    srt, lab, ch = arcs
+    m = len(srt)
+    g = [_gap_middle(srt, int(i)) for i in ch]
+    # the arc from g[k] to g[k+1] counter-clockwise holds label lab[ch[k]+1]
+    k = 0 if lab[(ch[0] + 1) % m] == 1 else 1
+    alpha, beta = g[k], g[1 - k]
+    if beta < alpha:
+        beta += 2 * math.pi
+    mid = (alpha + beta) / 2
+    a = matmul(E, np.array([math.cos(mid), math.sin(mid)]))
+    sc = matmul(H, a)
+    lo, hi = float(sc[y == 0].max()), float(sc[y == 1].min())
+    if not lo < hi:
+        return None
+    t = (lo + hi) / 2
+    W = np.array([-a, a])
+    return _affine(W, np.array([t, -t]), {"kind": "chord", "threshold": float(t)})

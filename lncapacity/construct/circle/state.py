@@ -1,0 +1,204 @@
+"""The circle state and its float-error bound (``--method circle``, issue 18).
+
+The points after some layers, exactly as float64 computes them (:class:`State`), seen
+in the plane orthogonal to ``(1, 1, 1)`` (:data:`E`, :func:`plane`); how a state is
+scored (label boundaries around the circle and the smallest label gap, each angle
+widened by the float error it may carry: :func:`_score_orders`) and ranked
+(:func:`_cost`); the bound on that error, carried layer by layer (:func:`_carry`); and
+layers as the exact dyadic rationals their float64 weights are, scaled for ``eps``
+(:func:`_affine`, :func:`_scaled`).  proofs/circle_maps.md §1 and §6; split out of
+``circle.py`` (issue 29).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from flint import fmpq
+
+from ...floats import layer_norm
+from ...model import Affine
+from ...reproducible import matmul, norm
+
+SQRT3 = math.sqrt(3.0)
+E = np.array([[1.0, 1.0], [-1.0, 1.0], [0.0, -2.0]]) / np.array([math.sqrt(2), math.sqrt(6)])
+"""Orthonormal basis of the plane orthogonal to ``(1, 1, 1)`` (columns ``u/|u|``, ``v/|v|``)."""
+
+GAP_MIN = 2.0**-36
+"""Smallest angle (radians) between neighbours of different labels that a layer may leave."""
+
+COMFORT = 2.0**-20
+"""Label gaps (radians) at or above this cost nothing in the ranking of states."""
+LAMBDA = 1.0
+"""Boundaries a state is charged per halving of its smallest label gap below :data:`COMFORT`."""
+
+ROUNDING_FIRST = 2.0**-44
+"""Float64 error (radians) assumed at least for the angles after the first layer."""
+
+
+@dataclass
+class State:
+    """The points after some layers, exactly as float64 computes them."""
+
+    H: np.ndarray
+    """``m x 3`` layer outputs (or ``m x d`` inputs before the first layer)."""
+    layers: list[Affine[fmpq]] = field(default_factory=list)
+    boundaries: int = 0
+    gap: float = 0.0
+    finish: float | None = None
+    """Cache of :func:`~.handoff.finish`."""
+    err: np.ndarray = field(kw_only=True)
+    """Bound, per point, on the float64 error of the angles (:func:`_carry`)."""
+
+
+def boundaries_cyclic(labels: np.ndarray) -> np.ndarray:
+    """Label changes between cyclic neighbours, per row of a ``K x m`` label array."""
+    return (labels != np.roll(labels, -1, axis=-1)).sum(axis=-1)
+
+
+def plane(H: np.ndarray) -> np.ndarray:
+    """Plane coordinates ``E^T h`` of layer outputs, scaled to the unit circle (eps = 0)."""
+    return matmul(H, E) / SQRT3
+
+
+def _score_orders(
+    rel: np.ndarray, y: np.ndarray, cyclic: bool, err: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each row of angles ``rel`` (``K x m``): boundaries, smallest label gap, order.
+
+    ``cyclic``: the angles go around the whole circle (the gap from the last
+    point back to the first counts); otherwise they lie in an arc shorter
+    than ``pi`` and the wrap-around is a boundary but not a gap to resolve.
+    ``err`` (one per point): each angle is widened by :data:`SAFETY` times the float64
+    error it may carry, and the gap between two neighbouring label runs is what is
+    left between their widened hulls (so that float64 and the exact net agree: a
+    point deep inside a run may carry a larger error than the gap at its run's end).
+    """
+    order = np.argsort(rel, axis=1, kind="stable")
+    srt = np.take_along_axis(rel, order, axis=1)
+    lab = y[order]
+    b = boundaries_cyclic(lab)
+    if err is not None:
+        widths = SAFETY * err[order]
+        rows = zip(srt, widths, lab, strict=True)
+        gap = np.array([_widened_gap(*row, cyclic) for row in rows])
+        return b, gap, order
+    diff = np.diff(srt, axis=1)
+    change = lab[:, 1:] != lab[:, :-1]
+    gaps = np.where(change, diff, np.inf)
+    gap = gaps.min(axis=1)
+    if cyclic:
+        wrap = srt[:, 0] + 2 * math.pi - srt[:, -1]
+        gap = np.minimum(gap, np.where(lab[:, 0] != lab[:, -1], wrap, np.inf))
+    return b, gap, order
+
+
+def _widened_gap(theta: np.ndarray, width: np.ndarray, lab: np.ndarray, cyclic: bool) -> float:
+    """The smallest space between the hulls of ``[theta - width, theta + width]`` over
+    neighbouring label runs (sorted angles; ``inf`` with one run).  Negative when a
+    widened point reaches its neighbour run, and so when it reaches any other run."""
+    if cyclic:  # start at a label change, so that no run is split at the seam
+        start = np.flatnonzero(lab != np.roll(lab, 1))
+        if not len(start):
+            return math.inf
+        s = int(start[0])
+        theta = np.r_[theta[s:], theta[:s] + 2 * math.pi]
+        width, lab = np.roll(width, -s), np.roll(lab, -s)
+    starts = np.r_[0, np.flatnonzero(lab[1:] != lab[:-1]) + 1]
+    hi = np.maximum.reduceat(theta + width, starts)
+    lo = np.minimum.reduceat(theta - width, starts)
+    gaps = lo[1:] - hi[:-1]
+    if cyclic and len(starts) > 1:
+        gaps = np.r_[gaps, lo[0] + 2 * math.pi - hi[-1]]
+    return float(gaps.min()) if len(gaps) else math.inf
+
+
+def _affine(W: np.ndarray, b: np.ndarray, meta: dict[str, Any]) -> Affine[fmpq]:
+    return Affine(
+        tuple(tuple(fmpq(*float(w).as_integer_ratio()) for w in row) for row in W),
+        tuple(fmpq(*float(v).as_integer_ratio()) for v in b),
+        meta,
+    )
+
+
+def _scaled(G: np.ndarray, eps: float) -> float:
+    """A power of two ``s`` so that ``s |g| >= 2^20 sqrt(eps)`` for every row ``g`` of ``G``."""
+    r = float(np.linalg.norm(G, axis=1).min())
+    if eps == 0 or r == 0:
+        return 2.0 ** -round(math.log2(max(float(np.linalg.norm(G, axis=1).max()), 1e-300)))
+    need = 2.0**20 * math.sqrt(eps) / r
+    return 2.0 ** max(0, math.ceil(math.log2(need)))
+
+
+def _cost(boundaries: int, gap: float) -> float:
+    """Boundaries, plus :data:`LAMBDA` per halving of the label gap below :data:`COMFORT`."""
+    return boundaries + LAMBDA * max(0.0, math.log2(COMFORT / gap))
+
+
+def _rank(st: State) -> float:
+    return _cost(st.boundaries, st.gap)
+
+
+def _floats(a: Affine[fmpq]) -> tuple[np.ndarray, np.ndarray]:
+    return (
+        np.array([[float(w) for w in r] for r in a.W]),
+        np.array([float(v) for v in a.b]),
+    )
+
+
+def _carry(
+    H: np.ndarray, W: np.ndarray, b: np.ndarray, eps: float, err: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One layer in float64: its outputs, their angles, and a bound on the angles' float
+    error (``err``: the inputs'; None: the inputs are data, exact up to rounding).
+
+    The angle after the layer is that of ``P = E^T (W h + b)`` (LayerNorm keeps it).  An
+    input angle off by ``d`` moves ``h`` along its circle by ``t d`` to first order (``t``
+    the tangent, ``|t| = |h|``) and by at most ``|h| d^2 / 2`` beyond, so ``P`` moves by
+    ``D = E^T W t d`` and at most ``q = ||W|| |h| d^2 / 2`` more, and its angle by at most
+    ``(|D_perp| + q) / (|P| - |D| - q)`` while that denominator is positive; otherwise the
+    point may be at the pole, and its angle anything (``pi``).  Plus this layer's own
+    rounding, :data:`ROUNDING` per unit of :func:`_condition`.  (The slope used to be
+    measured by a finite turn of the inputs: near a pole that saturates at ``pi`` over
+    the turn, and NumPy and PyTorch then put points half a circle apart where the bound
+    said ``2^-17``.)"""
+    Z = matmul(H, W.T) + b
+    out = layer_norm(Z, eps)
+    theta = np.arctan2(*(plane(out)).T[::-1])
+    P = matmul(Z, E)
+    size = np.linalg.norm(P, axis=1)  # |z - mean z|: E is an orthonormal basis of the plane
+    fresh = ROUNDING * _condition(H, W, b, size)
+    if err is None:
+        return out, theta, np.minimum(np.maximum(fresh, ROUNDING_FIRST), math.pi)
+    c = matmul(H, E)  # the inputs in the plane (radius |h|)
+    tangent = matmul(np.c_[-c[:, 1], c[:, 0]], E.T)
+    D = matmul(matmul(tangent, W.T), E) * err[:, None]
+    # the Frobenius norm bounds the operator norm ||W|| (and needs no LAPACK)
+    q = norm(W) * np.linalg.norm(c, axis=1) * err * err / 2
+    perp = np.abs(P[:, 0] * D[:, 1] - P[:, 1] * D[:, 0]) / size
+    room = size - np.linalg.norm(D, axis=1) - q
+    with np.errstate(divide="ignore", invalid="ignore"):
+        turn = np.where(room > 0, (perp + q) / room, math.pi)
+    return out, theta, np.minimum(turn + fresh, math.pi)
+
+
+def _condition(H: np.ndarray, W: np.ndarray, b: np.ndarray, centred: np.ndarray) -> np.ndarray:
+    """Per point, how much float64 rounding of ``z = W h + b`` can turn its angle, in ulps:
+    ``| |W| |h| + |b| | / |z - mean z|`` (``centred``: the denominator; cancellation near a
+    pole is what makes it large)."""
+    size = matmul(np.abs(H), np.abs(W).T) + np.abs(b)
+    return np.linalg.norm(size, axis=1) / centred
+
+
+ROUNDING = 2.0**-49
+"""Float64 error (radians) one layer adds to an angle, per unit of :func:`_condition`: a few
+ulps (measured against 300-bit balls: the estimate stays above the true error, 2^-4 of it at
+most on random sets; without the condition it fell short by up to 2^13 near poles)."""
+SAFETY = 4.0
+"""How many times its float error bound each angle is widened by when label gaps are
+measured (:func:`_score_orders`): the bound is carried rigorously to first order, with the
+second-order rest bounded (:func:`_carry`), so this covers only :data:`ROUNDING`'s being
+measured (on NumPy; PyTorch's LayerNorm rounds differently)."""

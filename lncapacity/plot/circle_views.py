@@ -1,0 +1,133 @@
+"""LayerNorm's output on the circle, one panel per layer.
+
+The points in the plane orthogonal to ``(1, 1, 1)``, the direction the next map reads
+and, after the last layer, the arcs each class wins.  Split out of ``plot.py`` (issue 29).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..arith import to_float
+from ..errors import InputError
+from ..explain import U_HAT, V_HAT, Trace, class_arcs, reads
+from ..model import LNNet
+from .common import (
+    MAX_PANELS,
+    SLIDE,
+    _class_handles,
+    _figure,
+    _grid,
+    _kind,
+    _mpl,
+    _select,
+    _setup,
+    _subsample_note,
+    class_style,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+
+def circles(
+    net: LNNet[Any],
+    X: Any,
+    y: Any = None,
+    *,
+    layers: Sequence[int] | None = None,
+    max_panels: int = MAX_PANELS,
+    trace: Trace | None = None,
+) -> Figure:
+    """LayerNorm's output after each layer, in the plane orthogonal to ``(1, 1, 1)``.
+
+    Coordinates ``h . u/|u|`` and ``h . v/|v|``; with eps = 0 every point is on the
+    circle of radius ``sqrt 3`` (drawn).  The arrow is the direction the next map
+    reads; after the last layer the arcs outside the circle are won by each class.
+    """
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Arc, FancyArrowPatch
+
+    points, idx, trace = _setup(net, X, y, trace)
+    if not net.layers or net.width != 3:
+        raise InputError("the circle view needs a width-3 net with LayerNorm layers")
+    rd = reads(net)
+    chosen = list(layers) if layers is not None else [n + 1 for n in _select(net.depth, max_panels)]
+    if bad := [n for n in chosen if not 1 <= n <= net.depth]:
+        raise InputError(f"layers {bad} out of range 1..{net.depth}")
+    k = len(net.classes)
+    present = sorted(set(idx.tolist()))
+    R3 = math.sqrt(3.0)
+    with _mpl().rc_context(SLIDE):
+        rows, ncols = _grid(len(chosen))
+        fig = _figure(max(6.5, 3.8 * ncols + 0.5), 4.4 * rows + 1.6)
+        axes = fig.subplots(rows, ncols, squeeze=False)
+        for ax in axes.ravel()[len(chosen) :]:
+            ax.set_visible(False)
+        for ax, layer in zip(axes.ravel(), chosen, strict=False):
+            t, r = trace.angles[layer - 1], trace.radius[layer - 1]
+            ax.add_patch(Arc((0, 0), 2 * R3, 2 * R3, color="0.7", linewidth=1))
+            for i in present:
+                colour, marker = class_style(i, k)
+                sel = idx == i
+                ax.scatter(
+                    r[sel] * np.cos(t[sel]),
+                    r[sel] * np.sin(t[sel]),
+                    s=30 if points.m <= 40 else 8,
+                    color=colour,
+                    marker=marker,
+                    zorder=3,
+                    gid=f"points-{i}",
+                )
+            nxt = rd[layer]
+            if nxt is not None:
+                row = np.array([to_float(c) for c in nxt.row])
+                d = np.array([row @ U_HAT, row @ V_HAT])
+                if np.linalg.norm(d) > 0:
+                    d = 0.8 * R3 * d / np.linalg.norm(d)
+                    ax.add_patch(
+                        FancyArrowPatch(
+                            (0, 0),
+                            tuple(d),
+                            arrowstyle="-|>",
+                            mutation_scale=14,
+                            color="0.25",
+                            gid="read",
+                        )
+                    )
+            if layer == net.depth:
+                for s, e, c in class_arcs(net):
+                    ax.add_patch(
+                        Arc(
+                            (0, 0),
+                            2.5 * R3,
+                            2.5 * R3,
+                            theta1=math.degrees(s),
+                            theta2=math.degrees(e),
+                            color=class_style(c, k)[0],
+                            linewidth=6,
+                            gid=f"arc-{c}",
+                        )
+                    )
+            lim = 1.4 * R3
+            ax.set_xlim(-lim, lim)
+            ax.set_ylim(-lim, lim)
+            ax.set_aspect("equal")
+            ax.set_title(f"after layer {layer}{_kind(net, layer)}")
+            ax.set_xlabel("h . u/|u|")
+            ax.set_ylabel("h . v/|v|")
+        handles = [
+            *_class_handles(net, present),
+            Line2D([], [], color="0.25", marker=">", label="next read"),
+            Line2D([], [], color="0.5", linewidth=6, label="class arcs (readout)"),
+        ]
+        fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 2 * ncols))
+        fig.suptitle(
+            "LayerNorm's output on the circle\n(the plane orthogonal to (1, 1, 1))"
+            + _subsample_note(len(chosen), net.depth, "layers")
+        )
+    return fig
