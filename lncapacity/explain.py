@@ -535,11 +535,6 @@ def layer_constants(
     return s0, g, k, a1, a2
 
 
-_layer_constants = layer_constants
-"""plot.py's name for :func:`layer_constants` until it imports the public one (plot is being
-made a package: the import changes with it, and then this line goes)."""
-
-
 def _gaps(values: Sequence[arb], labels: Sequence[Any], amplitude: float) -> dict[str, Any]:
     """The order, label runs and smallest label gap of one column of balls."""
     order = sorted(range(len(values)), key=lambda i: values[i].mid())

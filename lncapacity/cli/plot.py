@@ -62,7 +62,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     _output_folder(args.out)
     from .. import plot
 
-    plot._mpl()  # a missing Matplotlib is a one-line error, before any work
+    plot.require_matplotlib()  # a missing Matplotlib is a one-line error, before any work
     net = fileformat.load(args.net)
     points = load_points(args.data)
     start = time.perf_counter()

@@ -23,8 +23,7 @@ maps), :mod:`.circle_views`, :mod:`.decision` (decision regions), :mod:`.merges`
 """
 
 from .circle_views import circles
-from .common import MARKERS, OKABE_ITO, class_style
-from .common import _mpl as _mpl
+from .common import MARKERS, OKABE_ITO, class_style, require_matplotlib
 from .decision import disagreements as disagreements
 from .decision import regions
 from .folds import fold_maps
@@ -43,6 +42,7 @@ __all__ = [
     "merge_graph",
     "merge_tree",
     "regions",
+    "require_matplotlib",
     "save_figures",
     "write_graphml",
 ]

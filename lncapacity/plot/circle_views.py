@@ -23,11 +23,11 @@ from .common import (
     _figure,
     _grid,
     _kind,
-    _mpl,
     _select,
     _setup,
     _subsample_note,
     class_style,
+    require_matplotlib,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,7 +62,7 @@ def circles(
     k = len(net.classes)
     present = sorted(set(idx.tolist()))
     R3 = math.sqrt(3.0)
-    with _mpl().rc_context(SLIDE):
+    with require_matplotlib().rc_context(SLIDE):
         rows, ncols = _grid(len(chosen))
         fig = _figure(max(6.5, 3.8 * ncols + 0.5), 4.4 * rows + 1.6)
         axes = fig.subplots(rows, ncols, squeeze=False)

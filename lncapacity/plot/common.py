@@ -31,7 +31,8 @@ MAX_PANELS = 12
 SLIDE = {"font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12, "legend.fontsize": 11}
 
 
-def _mpl() -> Any:
+def require_matplotlib() -> Any:
+    """Matplotlib, or a one-line :class:`~lncapacity.errors.InputError` saying how to install it."""
     try:
         import matplotlib
     except ImportError:
@@ -40,7 +41,7 @@ def _mpl() -> Any:
 
 
 def _figure(width: float, height: float) -> Figure:
-    _mpl()
+    require_matplotlib()
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), layout="constrained")

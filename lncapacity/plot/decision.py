@@ -14,7 +14,7 @@ from ..certify import Certificate
 from ..errors import InputError
 from ..explain import as_points, float_scores
 from ..model import LNNet
-from .common import SLIDE, _class_handles, _figure, _lighten, _mpl, class_style
+from .common import SLIDE, _class_handles, _figure, _lighten, class_style, require_matplotlib
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -66,7 +66,7 @@ def regions(
     k = len(net.classes)
     cmap = ListedColormap([_lighten(class_style(i, k)[0]) for i in range(k)])
     bad = disagreements(net, points, cert)
-    with _mpl().rc_context(SLIDE):
+    with require_matplotlib().rc_context(SLIDE):
         fig = _figure(8.5, 6.5)
         ax = fig.add_subplot()
         ax.imshow(

@@ -23,11 +23,11 @@ from .common import (
     _figure,
     _grid,
     _kind,
-    _mpl,
     _select,
     _setup,
     _subsample_note,
     class_style,
+    require_matplotlib,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -71,7 +71,7 @@ def fold_maps(
     from matplotlib.lines import Line2D
     from matplotlib.transforms import blended_transform_factory
 
-    from ..explain import _layer_constants
+    from ..explain import layer_constants
 
     points, idx, trace = _setup(net, X, y, trace)
     if not net.layers:
@@ -87,7 +87,7 @@ def fold_maps(
         raise InputError(f"layers {bad} out of range 1..{net.depth}")
     k = len(net.classes)
     present = sorted(set(idx.tolist()))
-    with _mpl().rc_context(SLIDE):
+    with require_matplotlib().rc_context(SLIDE):
         rows, ncols = _grid(len(chosen))
         fig = _figure(max(7.5, 4.2 * ncols + 0.5), 3.6 * rows + 1.4)
         axes = fig.subplots(rows, ncols, squeeze=False)
@@ -124,7 +124,7 @@ def fold_maps(
                     zorder=3,
                     gid=f"points-{i}",
                 )
-            s0, g, kk, a1, a2 = _layer_constants(
+            s0, g, kk, a1, a2 = layer_constants(
                 net,
                 net.layers[layer - 1].b,
                 rd[layer - 1].col,

@@ -21,11 +21,11 @@ from .common import (
     _alpha,
     _class_handles,
     _figure,
-    _mpl,
     _select,
     _setup,
     _subsample_note,
     class_style,
+    require_matplotlib,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -188,7 +188,7 @@ def ladder(
     xs = np.array([cols[i] for i in sel], dtype=float)
     Y = np.array([ys[i] for i in sel])  # (columns, m)
     m, k = points.m, len(net.classes)
-    with _mpl().rc_context(SLIDE):
+    with require_matplotlib().rc_context(SLIDE):
         fig = _figure(11, 6.5)
         ax = fig.add_subplot()
         segs = np.stack([np.broadcast_to(xs, Y.T.shape), Y.T], axis=-1)

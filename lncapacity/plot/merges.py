@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import InputError
 from ..explain import Trace, merge_history
 from ..model import LNNet
-from .common import SLIDE, _class_handles, _figure, _mpl, _setup, class_style
+from .common import SLIDE, _class_handles, _figure, _setup, class_style, require_matplotlib
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -173,7 +173,7 @@ def merge_tree(
         segs.append([(xpos[a], ypos[a]), (xpos[b], ypos[a]), (xpos[b], ypos[b])])
         colours.append(class_style(names.index(G.nodes[b]["label"]), k)[0])
     m = points.m
-    with _mpl().rc_context(SLIDE):
+    with require_matplotlib().rc_context(SLIDE):
         fig = _figure(11, 6.5 if m <= 60 else 8)
         ax = fig.add_subplot()
         ax.add_collection(
