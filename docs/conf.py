@@ -68,6 +68,7 @@ extensions = [
 
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 root_doc = "docs/index"
+highlight_language = "none"  # untagged blocks are commands and their output
 templates_path = [
     str(Path(__file__).parent / "_templates")
 ]  # absolute: autosummary joins it to the source folder
@@ -184,6 +185,8 @@ html_theme_options = {
     "footer_end": ["sphinx-version"],
 }
 html_context = {"default_mode": "light"}
+html_css_files = ["lncapacity.css"]
+html_sidebars = {"docs/index": []}  # the front page: cards, no section navigation
 html_show_sourcelink = True
 html_copy_source = True
 
