@@ -42,6 +42,7 @@ _main.__sphinx_mock__ = True  # type: ignore[attr-defined]
 sys.modules.setdefault("lncapacity.__main__", _main)
 
 import sphinx.ext.autosummary  # noqa: E402
+import sphinx.ext.napoleon  # noqa: E402
 from docutils import nodes  # noqa: E402
 from docutils.utils import get_source_line  # noqa: E402
 from sphinx.application import Sphinx  # noqa: E402
@@ -248,8 +249,26 @@ def _foreign_member(
     return None
 
 
+def _napoleon_but_not_data(
+    app: Sphinx, what: str, name: str, obj: object, options: object, lines: list[str]
+) -> None:
+    """Napoleon for everything but module and class attributes.
+
+    Napoleon reads an attribute's docstring as ``type: description`` and takes any text
+    before a first colon for a type; the package's attribute docstrings never give a
+    type that way (``MAX_DIGITS``: "Decimal exponents beyond this are refused: ...").
+    """
+    if what not in ("data", "attribute"):
+        sphinx.ext.napoleon._process_docstring(app, what, name, obj, options, lines)
+
+
 def setup(app: Sphinx) -> None:
     app.connect("autodoc-skip-member", _foreign_member)
+    listeners = app.events.listeners["autodoc-process-docstring"]
+    for listener in list(listeners):
+        if listener.handler is sphinx.ext.napoleon._process_docstring:
+            app.disconnect(listener.id)
+    app.connect("autodoc-process-docstring", _napoleon_but_not_data)
     if STRICT_API:
         return
     diverter = _ApiWarnings(app)
