@@ -70,6 +70,7 @@ extensions = [
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 root_doc = "docs/index"
 highlight_language = "none"  # untagged blocks are commands and their output
+smartquotes = False  # "--random" in an option's help stays two hyphens, not a dash
 templates_path = [
     str(Path(__file__).parent / "_templates")
 ]  # absolute: autosummary joins it to the source folder
@@ -187,7 +188,8 @@ html_theme_options = {
 }
 html_context = {"default_mode": "light"}
 html_css_files = ["lncapacity.css"]
-html_sidebars = {"docs/index": []}  # the front page: cards, no section navigation
+# pages that are a section of their own: no (empty) section navigation
+html_sidebars = {"docs/index": [], "docs/getting-started": []}
 html_show_sourcelink = True
 html_copy_source = True
 
