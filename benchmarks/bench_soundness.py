@@ -1,7 +1,7 @@
 """Forgery hunt: mutated nets and shattering certificates against the verifiers.
 
 Usage: python benchmarks/bench_soundness.py [--nets 6000] [--certificates 4500] [--seed 2024]
-       [--markdown PATH]   (the manual's table: --nets 1500 --certificates 1000, about 30 s)
+       [--markdown PATH]   (the manual's table: the default counts, under a minute)
 Prints, per artefact and per kind of mutation: mutations tried, rejected, accepted and true
 (the oracle's verdict: mpmath at 300 digits, its own grammar and gadget decoder), and accepted
 forgeries (the goal: 0).  The forger and the oracle are in tests/forgery.py.
