@@ -17,6 +17,8 @@ locally by myst-nb.
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import logging
 import os
@@ -34,12 +36,27 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 # the notebooks draw with Matplotlib; never open a window
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-# ``python -m lncapacity`` runs the command line when imported; autosummary's
-# recursive walk imports every submodule, so it sees this stand-in instead (a
-# module marked as a mock is skipped).
-_main = types.ModuleType("lncapacity.__main__")
-_main.__sphinx_mock__ = True  # type: ignore[attr-defined]
-sys.modules.setdefault("lncapacity.__main__", _main)
+# ``python -m lncapacity`` (and any ``__main__`` module a subpackage may get) runs the
+# command line when imported; autosummary's recursive walk imports every submodule,
+# so it is given a stand-in instead (a module marked as a mock is skipped).
+
+
+class _NoMain(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name: str, path: object, target: object = None) -> object:
+        if name.startswith("lncapacity.") and name.endswith(".__main__"):
+            return importlib.machinery.ModuleSpec(name, self)
+        return None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        module = types.ModuleType(spec.name)
+        module.__sphinx_mock__ = True  # type: ignore[attr-defined]
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        pass
+
+
+sys.meta_path.insert(0, _NoMain())
 
 import sphinx.ext.autosummary  # noqa: E402
 import sphinx.ext.napoleon  # noqa: E402
