@@ -11,6 +11,8 @@ circle with half-angle coordinates ``1, 4, 9, ..., (2L + 3)^2`` (no three chords
 concurrent up to 11 points).
 
     python benchmarks/bench_double_fold.py --depths 1 2 3 4 --out /tmp
+    python benchmarks/bench_double_fold.py --depths 1 2 3 --out /tmp \
+        --markdown docs/tables/double_fold.md          # the manual's table (~20 s)
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import time
 from pathlib import Path
 
 from flint import fmpq
+from markdown_table import Markdown, add_option
 
 from lncapacity.arith import format_rational, json_float
 from lncapacity.construct.double_fold import double_fold_net
@@ -86,9 +89,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--depths", type=int, nargs="*", default=[1, 2, 3, 4])
     parser.add_argument("--out", default=".", help="where the certificates go")
+    add_option(parser)
     args = parser.parse_args()
-    print("| points | L | n | labelings certified | re-verified | min margin | s |")
-    print("|---|---|---|---|---|---|---|")
+    md = Markdown(args.markdown)
+
+    def out(line: str) -> None:
+        print(line, flush=True)
+        md.add(line)
+
+    out("| points | L | n | labelings certified | re-verified | min margin | s |")
+    out("|---|---|---|---|---|---|---|")
     for kind in ("line", "circle"):
         for L in args.depths:
             n = 2 * L + (1 if kind == "line" else 3)
@@ -98,11 +108,11 @@ def main() -> None:
             summary = write(X, L, path)
             again, problems = verify_shatter(path, workers=1)
             ok = f"{again.certified}/{again.labelings}" + (" PROBLEMS" if problems else "")
-            print(
+            out(
                 f"| {kind} | {L} | {n} | {summary.certified}/{summary.labelings} | {ok} "
-                f"| {summary.min_margin:.2g} | {time.perf_counter() - t:.0f} |",
-                flush=True,
+                f"| {summary.min_margin:.2g} | {time.perf_counter() - t:.0f} |"
             )
+    md.save()
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ numerically equal (60 digits) proven equal by ``simplify(a - b) == 0``, order by
 a subprocess capped at ``--cap`` seconds (default 60).
 
     PYTHONPATH=. python benchmarks/bench_exact.py [--cap 60] [--ms 4,5,6,7,8,9,10,11,12]
+    PYTHONPATH=. python benchmarks/bench_exact.py --ms 4,5,6,8,12,20,50,100 --cap 5 \
+        --markdown docs/tables/exact.md                # the manual's table (~40 s)
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import time
+
+from markdown_table import Markdown, add_option
 
 
 def exact_case(m: int) -> tuple[float, float, int, bool]:
@@ -91,7 +95,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cap", type=float, default=60.0, help="seconds per SymPy case")
     ap.add_argument("--ms", default="4,5,6,7,8,9,10,11,12")
+    add_option(ap)
     args = ap.parse_args()
+    md = Markdown(args.markdown)
+    md.add("| m | depth | exact build s | certify s | certified | naive SymPy |")
+    md.add("|---|---|---|---|---|---|")
     ms = [int(s) for s in args.ms.split(",")]
     print(
         f"{'m':>3} {'depth':>5} {'exact build':>12} {'certify':>9} {'certified':>9} {'sympy':>10}"
@@ -103,6 +111,10 @@ def main() -> None:
         if sdepth is not None and sdepth != depth:
             sym += f" (depth {sdepth}!)"
         print(f"{m:>3} {depth:>5} {tb:>10.3f} s {tc:>7.3f} s {ok!s:>9} {sym:>10}", flush=True)
+        md.add(f"| {m} | {depth} | {tb:.3f} | {tc:.3f} | {ok} | {sym} |")
+    md.add()
+    md.add(f"Naive SymPy: capped at {args.cap:g} s per case (`> {args.cap:.0f} s`: stopped there).")
+    md.save()
 
 
 if __name__ == "__main__":

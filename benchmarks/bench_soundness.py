@@ -1,6 +1,7 @@
 """Forgery hunt: mutated nets and shattering certificates against the verifiers.
 
 Usage: python benchmarks/bench_soundness.py [--nets 6000] [--certificates 4500] [--seed 2024]
+       [--markdown PATH]   (the manual's table: the default counts, under a minute)
 Prints, per artefact and per kind of mutation: mutations tried, rejected, accepted and true
 (the oracle's verdict: mpmath at 300 digits, its own grammar and gadget decoder), and accepted
 forgeries (the goal: 0).  The forger and the oracle are in tests/forgery.py.
@@ -18,6 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import forgery  # noqa: E402
+from markdown_table import Markdown, add_option  # noqa: E402
+
+MD = Markdown(None)
 
 
 def table(name: str, tally: forgery.Tally, sink: list, accepted_at: int, seconds: float) -> None:
@@ -40,6 +44,21 @@ def table(name: str, tally: forgery.Tally, sink: list, accepted_at: int, seconds
         f"{'total':<16} {tally.tried:>7} {tally.rejected:>9} {tally.accepted_true:>14} "
         f"{len(tally.forgeries):>10}"
     )
+    MD.add(f"**{name}** ({seconds:.1f} s)")
+    MD.add()
+    MD.add("| mutation | tried | rejected | accepted and true | forgeries |")
+    MD.add("|---|---|---|---|---|")
+    for kind in sorted(per_kind):
+        c = per_kind[kind]
+        MD.add(
+            f"| {kind} | {c['tried']} | {c['rejected']} | {c['accepted'] - forged[kind]} "
+            f"| {forged[kind]} |"
+        )
+    MD.add(
+        f"| **total** | {tally.tried} | {tally.rejected} | {tally.accepted_true} "
+        f"| {len(tally.forgeries)} |"
+    )
+    MD.add()
 
 
 def main() -> None:
@@ -47,7 +66,9 @@ def main() -> None:
     ap.add_argument("--nets", type=int, default=6000)
     ap.add_argument("--certificates", type=int, default=4500)
     ap.add_argument("--seed", type=int, default=2024)
+    add_option(ap)
     args = ap.parse_args()
+    MD.path = args.markdown
     sink_n: list = []
     t0 = time.perf_counter()
     nets = forgery.net_campaign(args.nets, seed=args.seed, sink=sink_n)
@@ -60,6 +81,8 @@ def main() -> None:
     total = nets.tried + certs.tried
     forged = len(nets.forgeries) + len(certs.forgeries)
     print(f"\n{total} mutations tried, {forged} forgeries accepted")
+    MD.add(f"{total} mutations tried, {forged} forgeries accepted.")
+    MD.save()
     sys.exit(1 if forged else 0)
 
 

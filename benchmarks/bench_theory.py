@@ -15,6 +15,8 @@ Prints two Markdown tables:
 
     python benchmarks/bench_theory.py                      # both tables
     python benchmarks/bench_theory.py --sizes 1000 --dims  # trace only, m = 1000
+    python benchmarks/bench_theory.py --dims 16 64 256 1024 --autodiff-max 64 \
+        --markdown docs/tables/theory.md              # the manual's table (~1 min)
 """
 
 from __future__ import annotations
@@ -25,20 +27,30 @@ import time
 
 import numpy as np
 from bench_methods import random_set  # the same sets (this folder is on sys.path when run)
+from markdown_table import Markdown, add_option
 
 from lncapacity import build
 from lncapacity.arith import exact
 from lncapacity.theory.hessian import ln_hessian, ln_hessian_float
 from lncapacity.theory.net_trace import START_PRECISION, trace
 
+MD = Markdown(None)
+
+
+def out(text: str) -> None:
+    """Print a part of the tables, and keep it for ``--markdown`` (headings there in bold)."""
+    print(text, flush=True)
+    for line in text.split("\n"):
+        MD.add(f"**{line[3:]}**" if line.startswith("## ") else line)
+
 
 def trace_table(sizes: list[int]) -> None:
-    print("\n## trace: SSR and LSSR after every layer (random binary sets in R^3, runs nets)\n")
-    print(
+    out("\n## trace: SSR and LSSR after every layer (random binary sets in R^3, runs nets)\n")
+    out(
         "| m | depth | build s | trace s | start bits | input LSSR (exact) "
         "| last LN layer LSSR (certified) | layers lowering LSSR |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    out("|---|---|---|---|---|---|---|---|")
     for m in sizes:
         points = random_set(m, 0)
         t0 = time.perf_counter()
@@ -49,7 +61,7 @@ def trace_table(sizes: list[int]) -> None:
         first, last = layers[0].lssr, layers[-2].lssr
         drops = sum(b.lssr.hi < a.lssr.lo for a, b in itertools.pairwise(layers[:-1]))
         lo, hi = last.printable_interval(6) if not last.is_exact else (str(last), str(last))
-        print(
+        out(
             f"| {m} | {net.depth} | {t1 - t0:.2f} | {t2 - t1:.2f} "
             f"| {START_PRECISION + 2 * net.depth} | {float(first):.6f} "
             f"| [{lo}, {hi}] | {drops} |"
@@ -57,12 +69,12 @@ def trace_table(sizes: list[int]) -> None:
 
 
 def hessian_table(dims: list[int], autodiff_max: int) -> None:
-    print("\n## Hessian measure of LN and LN-G (g = d/4), one Gaussian input\n")
-    print(
+    out("\n## Hessian measure of LN and LN-G (g = d/4), one Gaussian input\n")
+    out(
         "| d | exact closed form s | H(LN-G)/H(LN) | float64 closed form s | rel. diff "
         "| autodiff s | rel. diff |"
     )
-    print("|---|---|---|---|---|---|---|")
+    out("|---|---|---|---|---|---|---|")
     for d in dims:
         g = d // 4
         x = np.random.default_rng(d).standard_normal(d)
@@ -84,7 +96,7 @@ def hessian_table(dims: list[int], autodiff_max: int) -> None:
                 auto = f"{t4 - t3:.2f}", f"{abs(a_g / float(h_g) - 1):.1e}"
             except ImportError:
                 auto = "no torch", "-"
-        print(
+        out(
             f"| {d} | {t1 - t0:.4f} | {float(h_g / h_ln):.4f} | {t2 - t1:.5f} | {rel:.1e} "
             f"| {auto[0]} | {auto[1]} |"
         )
@@ -95,11 +107,14 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="*", default=[100, 300, 1000])
     ap.add_argument("--dims", type=int, nargs="*", default=[16, 64, 128, 256, 512, 1024])
     ap.add_argument("--autodiff-max", type=int, default=256)
+    add_option(ap)
     args = ap.parse_args()
+    MD.path = args.markdown
     if args.sizes:
         trace_table(args.sizes)
     if args.dims:
         hessian_table(args.dims, args.autodiff_max)
+    MD.save()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,91 @@
+"""``--markdown PATH``: a benchmark's table as a Markdown file for the manual (docs/tables/).
+
+The file starts with a line saying which command produced it, at which commit of
+lncapacity and on how many cores, so that a table in the manual is the output of a
+named run, never retyped.  Not a benchmark itself (no ``bench_`` prefix).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def add_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--markdown",
+        metavar="PATH",
+        help="also write the table as Markdown to PATH, headed by the command and commit "
+        "that produced it (the manual's docs/tables/)",
+    )
+
+
+def _commit() -> str:
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "--", "lncapacity", "benchmarks"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "an unknown commit"
+    return f"commit `{head}`" + (" with local changes" if dirty else "")
+
+
+class Markdown:
+    """Collects Markdown lines; :meth:`save` writes them under a provenance line."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.lines: list[str] = []
+
+    def add(self, line: str = "") -> None:
+        self.lines.append(line)
+
+    def save(self) -> None:
+        if not self.path:
+            return
+        from lncapacity import __version__
+
+        args = [a for a in sys.argv[1:]]
+        # the command as run, without the --markdown option itself
+        shown: list[str] = []
+        skip = False
+        for a in args:
+            if skip:
+                skip = False
+                continue
+            if a == "--markdown":
+                skip = True
+                continue
+            if a.startswith("--markdown="):
+                continue
+            shown.append(a)
+        script = Path(sys.argv[0]).resolve()
+        try:
+            script_name = str(script.relative_to(ROOT))
+        except ValueError:
+            script_name = script.name
+        command = shlex.join(["python", script_name, *shown])
+        head = (
+            f"*Generated* by `{command}` at {_commit()} (lncapacity {__version__}), "
+            f"{datetime.date.today().isoformat()}, on {os.cpu_count()} cores. "
+            "Times are wall-clock seconds on that machine.\n"
+        )
+        text = "\n".join([head, *self.lines]).rstrip("\n") + "\n"
+        Path(self.path).write_text(text, encoding="utf-8")
+        print(f"wrote {self.path}", file=sys.stderr)
