@@ -20,7 +20,6 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import importlib.util
-import logging
 import os
 import sys
 import types
@@ -60,10 +59,7 @@ sys.meta_path.insert(0, _NoMain())
 
 import sphinx.ext.autosummary  # noqa: E402
 import sphinx.ext.napoleon  # noqa: E402
-from docutils import nodes  # noqa: E402
-from docutils.utils import get_source_line  # noqa: E402
 from sphinx.application import Sphinx  # noqa: E402
-from sphinx.util import logging as sphinx_logging  # noqa: E402
 
 import lncapacity  # noqa: E402
 
@@ -211,53 +207,6 @@ html_show_sourcelink = True
 html_copy_source = True
 
 
-# --- TEMPORARY: the API pages' docstring warnings ---------------------------------
-# The docstrings were written for reading in the source, and some are not yet valid
-# reStructuredText or refer to names Sphinx cannot resolve. Until they are fixed
-# (issue 29), warnings whose location is an API page (docs/generated/) or a docstring
-# in lncapacity/ are not counted by -W: they go to docs/_build/api-warnings.txt, and
-# the build says how many there were. Everything else (the manual, the command
-# pages, the notebooks, the proofs) fails the build with -W.
-# REMOVE AT MERGE (once the docstrings are fixed): STRICT_API, _ApiWarnings and the
-# part of setup() below its "if STRICT_API" line.
-STRICT_API = os.environ.get("LNCAPACITY_DOCS_STRICT_API") == "1"
-
-
-class _ApiWarnings(logging.Filter):
-    """Divert the API pages' warnings to a file instead of the warning stream."""
-
-    def __init__(self, app: Sphinx) -> None:
-        super().__init__()
-        self.app = app
-        self.seen: list[str] = []
-
-    def where(self, record: logging.LogRecord) -> str:
-        location = getattr(record, "location", None)
-        if isinstance(location, tuple):
-            return str(self.app.env.doc2path(location[0])) if location[0] else ""
-        if isinstance(location, nodes.Node):
-            source, line = get_source_line(location)
-            return f"{source}:{line}" if source else ""
-        return str(location or "")
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        where = self.where(record)
-        api = "docs/generated/" in where or where.startswith(str(ROOT / "lncapacity"))
-        if not api:
-            return True
-        self.seen.append(f"{where}: {record.getMessage()}")
-        return False
-
-    def report(self, app: Sphinx, exception: BaseException | None) -> None:
-        path = Path(app.outdir).parent / "api-warnings.txt"
-        path.write_text("".join(line + "\n" for line in self.seen), encoding="utf-8")
-        if self.seen:
-            sphinx_logging.getLogger(__name__).info(
-                f"{len(self.seen)} API docstring warnings not counted "
-                f"(LNCAPACITY_DOCS_STRICT_API=1 counts them): {path}"
-            )
-
-
 def _foreign_member(
     app: Sphinx, what: str, name: str, obj: object, skip: bool, options: object
 ) -> bool | None:
@@ -288,10 +237,3 @@ def setup(app: Sphinx) -> None:
         if listener.handler is sphinx.ext.napoleon._process_docstring:
             app.disconnect(listener.id)
     app.connect("autodoc-process-docstring", _napoleon_but_not_data)
-    if STRICT_API:
-        return
-    diverter = _ApiWarnings(app)
-    for handler in logging.getLogger("sphinx").handlers:
-        if isinstance(handler, sphinx_logging.WarningStreamHandler):
-            handler.filters.insert(0, diverter)  # before Sphinx counts the warning
-    app.connect("build-finished", diverter.report)

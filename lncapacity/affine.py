@@ -1,7 +1,7 @@
 """The contrast: what an affine classifier (no LayerNorm) cannot do, certified exactly.
 
 Two classes ``s_k = +1`` (label 1) and ``s_k = -1`` (label 0) are separated by
-an affine function ``w . x + b`` iff the linear system ``s_k (w . x_k + b) >= 1``
+an affine function ``w . x + b`` iff the linear system ``s_k (w^T x_k + b) >= 1``
 is feasible (any strict separator can be scaled to margin 1).  By Farkas' lemma
 (Gale's form) it is infeasible iff there are ``lambda_k >= 0`` with
 ``sum lambda_k = 1`` and ``sum lambda_k s_k (x_k, 1) = 0``: adding the
@@ -57,7 +57,7 @@ def is_witness(X: Sequence[Sequence[fmpq]], y: Sequence[int], lam: Sequence[fmpq
 
 
 def is_separator(X: Sequence[Sequence[fmpq]], y: Sequence[int], w: Sequence[fmpq], b: fmpq) -> bool:
-    """``s_k (w . x_k + b) >= 1`` for every point, exactly."""
+    """``s_k (w^T x_k + b) >= 1`` for every point, exactly."""
     return all(
         sk * (sum((wi * xi for wi, xi in zip(w, x, strict=True)), fmpq(0)) + b) >= 1
         for sk, x in zip(_signs(y), X, strict=True)

@@ -13,7 +13,7 @@ well-founded: operands precede their use), and that number is algebraic.
 * **Evaluation** (:meth:`RadicalProgram.balls`) runs the program in
   python-flint ``arb`` ball arithmetic at any precision: every ball contains
   its node's exact value, and raising the precision shrinks the balls (roots are
-  refined by interval Newton steps on balls, :func:`_refine_root`: ``O(log prec)``
+  refined by interval Newton steps on balls, ``_refine_root``: ``O(log prec)``
   steps, each a few polynomial evaluations at the working precision).  A square root of a
   ball that is not certainly positive, or a division by a ball that may be 0,
   gives an unbounded (NaN) ball, never a wrong one.

@@ -332,7 +332,7 @@ def scalar_interval_pass(
     ``z_c - z_j`` are the same form with the exact differences of the readout
     rows, so they are enclosed by the same rule (not as a difference of
     intervals).  Same returns as :func:`interval_pass`.  With ``h`` (intervals around the
-    chain's inputs, the outputs of the layers before it: :func:`_rank_one_tail`) the first
+    chain's inputs, the outputs of the layers before it: ``_rank_one_tail``) the first
     scalar is enclosed from them instead of computed exactly from ``X``.
     """
     first, steps, bias = chain

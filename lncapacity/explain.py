@@ -122,7 +122,7 @@ KINDS = {
 
 @dataclass(frozen=True)
 class Read:
-    """``W = col row^T`` exactly: the map sees its input only through ``row . h``."""
+    """``W = col row^T`` exactly: the map sees its input only through ``row^T h``."""
 
     col: tuple[fmpq, ...]
     row: tuple[fmpq, ...]
@@ -172,7 +172,7 @@ def reads(net: LNNet[fmpq]) -> list[Read | None]:
 
 
 def _amplitude(row: Sequence[float]) -> float:
-    """``sqrt n |P row|``: the largest ``row . h`` over LayerNorm outputs of width ``n``
+    """``sqrt n |P row|``: the largest ``row^T h`` over LayerNorm outputs of width ``n``
     (the sphere of radius ``sqrt n`` in ``1^perp``; ``sqrt 3`` for width 3)."""
     r = np.asarray(row, dtype=np.float64)
     return float(math.sqrt(len(r)) * np.linalg.norm(r - r.mean()))
@@ -556,7 +556,7 @@ def _gaps(values: Sequence[arb], labels: Sequence[Any], amplitude: float) -> dic
 
 
 def _float_column(values: np.ndarray, labels: Sequence[Any], amplitude: float) -> dict[str, Any]:
-    """As :func:`_gaps`, in float64 (nets without a scalar chain)."""
+    """As ``_gaps``, in float64 (nets without a scalar chain)."""
     return _gaps([arb(to_float(v)) for v in values], labels, amplitude)
 
 
@@ -576,7 +576,7 @@ def _describe_kind(kind: str | None, meta: Mapping[str, Any], why: str | None = 
     """The kind in words; an unknown kind is named, with its parameters.
 
     ``why``: the layer's ``meta.why`` with class names for the construction's label
-    numbers (:func:`_why`), if already worked out.
+    numbers (``_why``), if already worked out.
     """
     if kind is None:
         return "a layer without construction notes"

@@ -342,7 +342,7 @@ def read_vector(read: Sequence[fmpq]) -> tuple[fmpq, ...]:
 def gadget_affine(
     a: Sequence[fmpq], centre: fmpq, offset: fmpq, scale: fmpq, meta: Mapping[str, Any] = {}
 ) -> Affine[fmpq]:
-    """The width-3 fold layer ``h -> scale ((a . h - centre) u + offset v)``.
+    """The width-3 fold layer ``h -> scale ((a^T h - centre) u + offset v)``.
 
     ``u = (1, -1, 0)`` and ``v = (1, 1, -2)`` (proofs/fold_lemma.md), so
     ``W = scale u a^T`` and ``b = scale (offset v - centre u)``.

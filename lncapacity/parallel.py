@@ -29,10 +29,10 @@ def _worker_signals() -> None:
 
 
 def _submit(pool: ProcessPoolExecutor, fn: Callable[[T], R], task: T) -> Future[R]:
-    """``pool.submit``, with :data:`_SIGNALS` blocked while it may fork a worker.
+    """``pool.submit``, with ``_SIGNALS`` blocked while it may fork a worker.
 
     A worker forked then would otherwise run the parent's handlers until
-    :func:`_worker_signals` replaces them, and print a traceback from its bootstrap:
+    ``_worker_signals`` replaces them, and print a traceback from its bootstrap:
     on a Ctrl-C, or on the SIGTERM with which the parent stops its workers when it is
     interrupted itself.  Blocked, such a signal waits in the worker until its own
     dispositions are set, and in the parent until the fork is done.

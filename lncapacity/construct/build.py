@@ -204,7 +204,7 @@ def build_exact(
 def _rejected(net: LNNet[fmpq], points: PointSet, certify: bool) -> str | None:
     """Why a circle (or peel) net is not used, or None: the certificate fails (``certify``),
     or NumPy float64 (or PyTorch's, where installed) gets points wrong (the circle search
-    bounds the float error, :func:`.circle._carry`, so it should not: this checks that
+    bounds the float error, ``circle._carry``, so it should not: this checks that
     promise; peel's keeps its label gaps float-sized)."""
     from ..certify import certify as certificate
     from ..floats import check, have_torch
@@ -330,7 +330,7 @@ def projected(
     X: Sequence[Sequence[fmpq]], y: Sequence[int], seed: int
 ) -> tuple[list[fmpq], tuple[fmpq, ...], fmpq]:
     """The projected values ``t`` of the normalised points, and the first layer's read of
-    the raw ones: ``t = read . x - shift`` exactly (:func:`_normalise`, :func:`.project`)."""
+    the raw ones: ``t = read^T x - shift`` exactly (``_normalise``, :func:`.project`)."""
     Xn, scale, offset = _normalise(X)
     w, t = project(Xn, y, seed=seed)
     read = tuple(wi / si for wi, si in zip(w, scale, strict=True))

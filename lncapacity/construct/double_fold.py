@@ -45,7 +45,7 @@ BITS = (48, 80, 128, 192, 256)
 TS = (1, 3, 9)
 """Stretch factors tried for the re-spacing ``M = diag(1, t) R(-alpha) N0``."""
 SAME_WEIGHT = 1e-2
-"""Weight of the smallest gap of one label in a candidate's score (see :func:`_float_score`)."""
+"""Weight of the smallest gap of one label in a candidate's score (see ``_float_score``)."""
 CANDIDATES = 12
 """Pairs of merges tried per layer (the first ones of :func:`merge_pairs`)."""
 

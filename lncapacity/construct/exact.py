@@ -267,7 +267,7 @@ def threshold(chain: ExactChain) -> tuple[fmpq, int]:
 
 
 def exact_layer(read: Sequence[fmpq], step: ExactStep) -> Affine[Any]:
-    """``h -> S ((read . h - c) u + beta v)``: ``W = S u read^T``, ``b = S (beta v - c u)``.
+    """``h -> S ((read^T h - c) u + beta v)``: ``W = S u read^T``, ``b = S (beta v - c u)``.
 
     ``b = (S (beta - c), S (beta + c), -2 S beta)``: algebraic in its first two entries
     when the centre is.

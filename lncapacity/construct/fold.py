@@ -96,7 +96,7 @@ class FoldStep:
 
 
 def fold_layer(a: Sequence[fmpq], step: FoldStep) -> Affine[fmpq]:
-    """The affine map ``h -> S ((a . h - c) u + beta v)`` of one gadget layer."""
+    """The affine map ``h -> S ((a^T h - c) u + beta v)`` of one gadget layer."""
     return gadget_affine(a, step.centre, step.offset, step.scale, step.meta())
 
 
@@ -119,7 +119,7 @@ class Chain:
     """The scalars ``p_k`` of every point through a list of fold steps.
 
     Starts from exact rationals ``t`` (the projected points).  Two rigorous
-    enclosures of every value are kept: :attr:`intervals`, float64 interval
+    enclosures of every value are kept: ``intervals``, float64 interval
     arrays updated at every :meth:`push` (vectorised, :func:`~lncapacity.interval.scalar_range`),
     and :attr:`values`, ``arb`` balls at the working precision :attr:`prec`,
     computed only when read (then kept up to date); :meth:`refine` doubles the
@@ -139,6 +139,7 @@ class Chain:
         self.eps = eps
         self.steps: list[FoldStep] = []
         self.prec = prec
+        """The working precision of :attr:`values`, in bits (doubled by :meth:`refine`)."""
         self.start = start
         """When given, the true start values are not ``t`` but known only as balls:
         ``start(prec)`` encloses them at ``prec`` bits (``t`` then only counts the points)."""

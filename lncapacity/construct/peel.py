@@ -191,13 +191,13 @@ def _scores(
     labels ``bl``), scored on the ``k`` labels ``lab``.
 
     ``x``: the points in ``[0, 1]``, increasing from the folding end.  The candidates are
-    those of :func:`.runfold._scores` on the phase's runs, with centres also in the middle
+    those of ``runfold._scores`` on the phase's runs, with centres also in the middle
     of the runs of the ``k`` labels inside ``R_2``; the score is the soft minimum
     ``(sum g^-8)^(-1/8)`` of the gaps ``g`` between neighbours of different labels after
     the fold, each point widened to the image of its interval ``[xlo, xhi]``, in units of
     the largest new value (``-inf`` when two of them meet): every such gap among the
     points of ``R_1`` to ``R_3`` (which the fold mixes) and the first of ``R_4``, beyond
-    that the watched ones (:func:`_watched`), where the fold keeps the order.
+    that the watched ones (``_watched``), where the fold keeps the order.
     """
     heads = np.r_[0, np.nonzero(bl[1:] != bl[:-1])[0] + 1, len(x)]  # the phase's runs
     r = len(heads) - 1

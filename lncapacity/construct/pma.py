@@ -80,7 +80,7 @@ def with_tolerances(
     """Run a rational-centre ``loop`` at each tolerance of :data:`CENTRE_TOLERANCE` in turn,
     from the empty chain, until one gets through without :class:`NoSafeCentre`.
 
-    ``folds`` (the multiclass loop, whose :func:`_fold` is ``precise``): about this
+    ``folds`` (the multiclass loop, whose ``_fold`` is ``precise``): about this
     many folds are expected.  A tolerance of ``b`` bits gets through about ``5 b``
     of them (measured on random sets, ``m = 200 .. 1000``, ``k = 3 .. 10``: ``2^-12``
     fails after 50 to 140 folds, ``2^-76`` after 460 to 520), so the loop begins with

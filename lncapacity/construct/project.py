@@ -12,7 +12,7 @@ directions come before dyadic ones that do as well.  The moment-curve
 directions ``(1, k, k^2, ...)`` guarantee termination: for each difference, at
 most ``d - 1`` values of ``k`` are bad.
 
-Data-driven candidates join them (:func:`_data_directions`): Fisher's
+Data-driven candidates join them (``_data_directions``): Fisher's
 discriminant directions (the leading eigenvectors of ``S_w^-1 S_b``, computed in
 float64 on the data) rounded to short dyadic rationals.  They rank *after* the
 fixed candidates that have as few runs, so they are taken only when they
@@ -74,7 +74,7 @@ def _moment_curve(d: int) -> Iterator[tuple[fmpq, ...]]:
 def project(
     X: Sequence[Sequence[fmpq]], y: Sequence[int], *, seed: int = 0, candidates: int = 24
 ) -> tuple[tuple[fmpq, ...], list[fmpq]]:
-    """A direction ``w`` (exact) with distinct projections, and the projections ``w . x``.
+    """A direction ``w`` (exact) with distinct projections, and the projections ``w^T x``.
 
     Candidates are ranked in floating point (a heuristic only), then the best is
     checked exactly; the first with exactly distinct projections is taken.
@@ -109,7 +109,7 @@ def _data_directions(Xf: np.ndarray, y: np.ndarray) -> list[tuple[fmpq, ...]]:
     """Fisher's discriminant directions, as short dyadic rationals with ties broken.
 
     With three or more classes the leading one is also refined by a local search for
-    fewer runs (:func:`_fewer_runs`); binary sets get Fisher's directions only.
+    fewer runs (``_fewer_runs``); binary sets get Fisher's directions only.
 
     In float64 (a heuristic: every candidate is checked exactly by :func:`project`):
     the data are centred and scaled per coordinate, the within-class scatter ``S_w``
@@ -187,11 +187,11 @@ def _fewer_runs(u: np.ndarray, Xf: np.ndarray, y: np.ndarray, seed: int = 0) -> 
 
 
 def _tie_broken(w: np.ndarray, bits: int, Xf: np.ndarray) -> tuple[fmpq, ...]:
-    """``w`` (dyadic, ``bits`` after the point), plus ``delta v`` if ``w . x`` has ties.
+    """``w`` (dyadic, ``bits`` after the point), plus ``delta v`` if ``w^T x`` has ties.
 
     ``v = (1, 2, ..., d)`` (any fixed vector not orthogonal to the tied differences
     will do; the exact check in :func:`project` rejects a bad one), and ``delta`` a
-    power of two below a quarter of the smallest nonzero gap of ``w . x`` over the
+    power of two below a quarter of the smallest nonzero gap of ``w^T x`` over the
     spread of ``v . x``: the order ``w`` already makes is kept.
     """
     t = np.sort(matmul(Xf, w))
@@ -212,7 +212,7 @@ def _tie_broken(w: np.ndarray, bits: int, Xf: np.ndarray) -> tuple[fmpq, ...]:
 def _distinct(
     w: Sequence[fmpq], X: Sequence[Sequence[fmpq]], Xf: np.ndarray, tf: np.ndarray
 ) -> bool:
-    """Whether the exact projections ``w . x`` are pairwise distinct (decided exactly).
+    """Whether the exact projections ``w^T x`` are pairwise distinct (decided exactly).
 
     ``Xf`` are the points and ``tf`` the projections in float64.  Each float
     projection is within ``(d + 2) u |w|_1 max |x|`` of the exact value (inputs

@@ -57,8 +57,9 @@ ANGLES = np.linspace(0.0, 1.0, 8)[1:-1]
 OPENING = np.array([1.0, 0.5, 0.1])
 """Candidate ``sqrt(3) beta`` as fractions of the opening choice."""
 WATCHED = 48
-"""How many of the far gaps the score of a candidate looks at (see :func:`_watched`)."""
+"""How many of the far gaps the score of a candidate looks at (see ``_watched``)."""
 MAX_PRECISION = 1 << 12
+"""Bits at which two values that balls cannot yet tell apart are given up on."""
 MAX_RESCALES = 2
 """Rescaling layers tried in a row before the method gives way (see :func:`merge_runs`)."""
 TIGHT_PRECISION = 192
@@ -132,7 +133,7 @@ class Tightener:
     of two runs are hundreds of ulps apart while their hulls touch).  For the points
     at such gaps the value is enclosed anew, from the start (exact, or the chain's start
     balls), in ``arb`` at
-    :data:`TIGHT_PRECISION` bits by each step's *range* (:meth:`_advance`): the
+    :data:`TIGHT_PRECISION` bits by each step's *range* (``_advance``): the
     ends of the enclosure are exact, and each step maps them to the hull of its
     values there, plus the extremum when the enclosure may hold the critical point,
     exactly as :func:`~lncapacity.interval.scalar_range` does (proofs/interval_rounding.md,
@@ -531,7 +532,7 @@ def _watched(xl: np.ndarray, xh: np.ndarray, count: int = WATCHED) -> np.ndarray
 
 def watch(t: np.ndarray, gaps: np.ndarray, count: int = WATCHED) -> np.ndarray:
     """Of the gaps ``t`` (``gaps`` their sizes now): all up to ``2 count``, else the
-    ``count`` smallest and ``count`` spread evenly (:func:`_watched`)."""
+    ``count`` smallest and ``count`` spread evenly (``_watched``)."""
     if len(t) <= 2 * count:
         return t
     smallest = t[np.argpartition(gaps, count)[:count]]

@@ -111,7 +111,7 @@ def riechers_layer_norm(
 
 
 def ellipsoid_form(y: Sequence[Any], gain: Sequence[Any], bias: Sequence[Any]) -> tuple[Any, Any]:
-    """``(form, normal) = ((y - b)^T G^-2 (y - b), alpha . (y - b))`` for a point ``y``.
+    """``(form, normal) = ((y - b)^T G^-2 (y - b), alpha^T (y - b))`` for a point ``y``.
 
     On the image of :func:`riechers_layer_norm` (gain ``g``, bias ``b``):
     ``normal = 0`` and ``form <= N``, with ``form = N`` exactly when ``eps = 0``.

@@ -233,7 +233,7 @@ def hessian_measure(f: Callable[[Any], Any], x: Any, chunk: int | None = None) -
 
 
 def _group_term_slope(rho2: Any, k: int, n: int, eps: Any) -> Any:
-    """``d/d(rho^2)`` of :func:`_group_term` (exact calculus; checked by SymPy in proofs/).
+    """``d/d(rho^2)`` of ``_group_term`` (exact calculus; checked by SymPy in proofs/).
 
     With ``u = rho^2/k + eps``: ``dq/d rho^2 = eps / (k u^2)``, so the slope is
     ``-2 B / (k^2 u^3) + ((3n + 6) - 36 q + 27 q^2) eps / (k^2 u^4)`` where

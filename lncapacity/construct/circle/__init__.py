@@ -87,6 +87,7 @@ SMALL = 100
 """Sets of at most this many points get twice the beam and :data:`RESTARTS` seeds (cheap, and
 near the bound every layer counts)."""
 RESTARTS = 4
+"""Seeds of the search for sets of at most :data:`SMALL` points (one seed above)."""
 WORK = 600_000
 """Candidate poles times points scored per state and layer (fewer candidates for large sets)."""
 
@@ -169,7 +170,7 @@ other time; at ``k = 10`` all stop about 42 short, and at ``m = 1000`` hundreds.
 def circle_net(
     X: np.ndarray, y: np.ndarray, eps: float, **search: Any
 ) -> tuple[list[Affine[fmpq]], Affine[fmpq]] | None:
-    """Layers and a readout (a row per label ``0 .. k-1``) classifying ``(X, y)`` in float64.
+    """Layers and a readout (a row per label ``0, ..., k-1``) classifying ``(X, y)`` in float64.
 
     ``search``: the keywords of :func:`circle_state` (``max_depth`` among them).  None
     when the search finds nothing within ``max_depth`` layers.  The result is *not yet

@@ -1,9 +1,9 @@
 """The circle search: a beam of states, one fold layer at a time (``--method circle``).
 
 :func:`search` keeps the best few states (:mod:`.state`), expands each by the poles
-:mod:`.candidates` proposes (:func:`_children`), stops at ``k`` boundaries, or hands
+:mod:`.candidates` proposes (``_children``), stops at ``k`` boundaries, or hands
 over to ``runs`` (:func:`.handoff.finish`) or gives up when its pace cannot finish;
-small nets trained by Adam compete as starting states (:func:`_trained_starts`).
+small nets trained by Adam compete as starting states (``_trained_starts``).
 proofs/circle_maps.md; issue 18; split out of ``circle.py`` (issue 29).
 """
 
@@ -83,7 +83,7 @@ def search(
     present.  Deterministic for ``seed``.  The returned state has the layers
     (exact dyadic weights) and the float64 outputs ``H`` of the last one.  With
     ``warm`` (and PyTorch installed, data in ``R^d``, ``d > 1``) the first layers of
-    small nets trained by Adam compete as starting states (:func:`_trained_starts`).
+    small nets trained by Adam compete as starting states (``_trained_starts``).
     States are ranked by boundaries plus :data:`~.state.LAMBDA` per halving of the label gap
     below :data:`~.state.COMFORT` (what float arithmetic must keep resolving).
 

@@ -38,12 +38,12 @@ of float resolution after about 180 layers; without the slack, one point in 1000
 in float64)."""
 
 HANDOFF_ROUNDING = 2.0**-48
-"""Float64 rounding of ``read . h`` itself, and of the radius with eps > 0 (scaled so that
-``eps`` is below ``2^-40`` of the squared norm, :func:`_scaled`), with room."""
+"""Float64 rounding of ``read^T h`` itself, and of the radius with eps > 0 (scaled so that
+``eps`` is below ``2^-40`` of the squared norm, ``_scaled``), with room."""
 
 
 def handoff_read(H: np.ndarray) -> np.ndarray | None:
-    """A read ``a`` (3 floats) with ``a . h = sin(phi - mu)`` increasing on the points' arc.
+    """A read ``a`` (3 floats) with ``a^T h = sin(phi - mu)`` increasing on the points' arc.
 
     ``mu`` is the middle of the arc the points occupy (the circle minus its widest
     empty gap); None if that arc is wider than :data:`HANDOFF_ARC` (then no read
@@ -78,15 +78,15 @@ def finish(st: State, y: np.ndarray) -> float:
 
 @dataclass
 class Handoff:
-    """Circle layers for ``runs`` to finish: it folds the scalars ``read . h`` of their
+    """Circle layers for ``runs`` to finish: it folds the scalars ``read^T h`` of their
     outputs, known as balls from the exact inputs (``t``: their float64 values)."""
 
     layers: list[Affine[fmpq]]
     read: tuple[fmpq, ...]
     t: list[fmpq]
     start: Callable[[int], list[Any]]
-    """``prec -> balls`` of the true ``read . h`` of every point (:class:`~.fold.Chain`)."""
+    """``prec -> balls`` of the true ``read^T h`` of every point (:class:`~.fold.Chain`)."""
     slack: np.ndarray
-    """How far float64's ``read . h`` may be from the true one, per point (``|read| <= 1 /
+    """How far float64's ``read^T h`` may be from the true one, per point (``|read| <= 1 /
     sqrt 3``, so the angle's error bound :attr:`State.err <.state.State.err>`, doubled, plus
     rounding)."""

@@ -17,7 +17,7 @@ from .state import SQRT3, E, _affine, _floats, plane
 
 
 def readout(H: np.ndarray, y: np.ndarray) -> Affine[fmpq] | None:
-    """The readout of labels ``0 .. k-1`` forming ``k`` arcs: :func:`chord` for two,
+    """The readout of labels ``0, ..., k-1`` forming ``k`` arcs: :func:`chord` for two,
     :func:`polygon` for more; None if they do not form ``k`` arcs (in float64)."""
     return chord(H, y) if int(y.max()) == 1 else polygon(H, y)
 
@@ -75,7 +75,7 @@ def polygon(H: np.ndarray, y: np.ndarray) -> Affine[fmpq] | None:
 
 
 def chord(H: np.ndarray, y: np.ndarray) -> Affine[fmpq] | None:
-    """A chord readout: rows ``(-a, a)``, biases ``(t, -t)`` with ``a . h > t`` exactly on label 1.
+    """A chord readout: rows ``(-a, a)``, biases ``(t, -t)`` with ``a^T h > t`` exactly on label 1.
 
     ``a = E n`` for the unit normal ``n`` pointing to the middle of the label-1
     arc; ``t`` halfway between the two labels' extreme values.  None if the

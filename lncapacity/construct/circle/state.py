@@ -3,10 +3,10 @@
 The points after some layers, exactly as float64 computes them (:class:`State`), seen
 in the plane orthogonal to ``(1, 1, 1)`` (:data:`E`, :func:`plane`); how a state is
 scored (label boundaries around the circle and the smallest label gap, each angle
-widened by the float error it may carry: :func:`_score_orders`) and ranked
-(:func:`_cost`); the bound on that error, carried layer by layer (:func:`_carry`); and
+widened by the float error it may carry: ``_score_orders``) and ranked
+(``_cost``); the bound on that error, carried layer by layer (``_carry``); and
 layers as the exact dyadic rationals their float64 weights are, scaled for ``eps``
-(:func:`_affine`, :func:`_scaled`).  proofs/circle_maps.md §1 and §6; split out of
+(``_affine``, ``_scaled``).  proofs/circle_maps.md §1 and §6; split out of
 ``circle.py`` (issue 29).
 """
 
@@ -51,7 +51,7 @@ class State:
     finish: float | None = None
     """Cache of :func:`~.handoff.finish`."""
     err: np.ndarray = field(kw_only=True)
-    """Bound, per point, on the float64 error of the angles (:func:`_carry`)."""
+    """Bound, per point, on the float64 error of the angles (``_carry``)."""
 
 
 def boundaries_cyclic(labels: np.ndarray) -> np.ndarray:
@@ -161,7 +161,7 @@ def _carry(
     ``D = E^T W t d`` and at most ``q = ||W|| |h| d^2 / 2`` more, and its angle by at most
     ``(|D_perp| + q) / (|P| - |D| - q)`` while that denominator is positive; otherwise the
     point may be at the pole, and its angle anything (``pi``).  Plus this layer's own
-    rounding, :data:`ROUNDING` per unit of :func:`_condition`.  (The slope used to be
+    rounding, :data:`ROUNDING` per unit of ``_condition``.  (The slope used to be
     measured by a finite turn of the inputs: near a pole that saturates at ``pi`` over
     the turn, and NumPy and PyTorch then put points half a circle apart where the bound
     said ``2^-17``.)"""
@@ -194,11 +194,11 @@ def _condition(H: np.ndarray, W: np.ndarray, b: np.ndarray, centred: np.ndarray)
 
 
 ROUNDING = 2.0**-49
-"""Float64 error (radians) one layer adds to an angle, per unit of :func:`_condition`: a few
+"""Float64 error (radians) one layer adds to an angle, per unit of ``_condition``: a few
 ulps (measured against 300-bit balls: the estimate stays above the true error, 2^-4 of it at
 most on random sets; without the condition it fell short by up to 2^13 near poles)."""
 SAFETY = 4.0
 """How many times its float error bound each angle is widened by when label gaps are
-measured (:func:`_score_orders`): the bound is carried rigorously to first order, with the
-second-order rest bounded (:func:`_carry`), so this covers only :data:`ROUNDING`'s being
+measured (``_score_orders``): the bound is carried rigorously to first order, with the
+second-order rest bounded (``_carry``), so this covers only :data:`ROUNDING`'s being
 measured (on NumPy; PyTorch's LayerNorm rounds differently)."""
