@@ -14,7 +14,8 @@ bits under any BLAS kernel and any number of threads.
 
 Not covered: NumPy's transcendental functions (``arctan2``, ``tan``, ``log``, ...) are
 its own SIMD code, which differs between processors (with and without AVX-512), and
-PyTorch's kernels follow the processor too; see the README's *Reproducibility*.
+PyTorch's kernels follow the processor too; see the manual's *Reproducibility*
+(docs/guide/reproducibility.md).
 """
 
 from __future__ import annotations

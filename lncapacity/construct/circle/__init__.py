@@ -22,15 +22,15 @@ number ``B`` of label boundaries around the circle after the layer, then by the
 smallest angle between neighbours of different labels, less the float error
 their angles may carry (what float arithmetic must resolve; neighbours of one
 label may merge freely).  A small beam of the best states is kept; the search
-stops at ``k`` boundaries (every class one arc).  ``M = diag(1, k) R`` with
-``k`` from a grid spreads the image.  Every weight is a float64, i.e. an exact
-dyadic rational, and the search tracks the points exactly as NumPy float64
-runs the net; the finished net is certified by :func:`lncapacity.certify` (ball
-arithmetic) and run once in float64 in :func:`lncapacity.construct.build`.  With
-``eps > 0`` the output lies strictly inside the disc: each layer is scaled by a
-power of two so that ``eps`` shifts the radius by less than ``2^-40`` (the angle
-never depends on ``eps``).  With two classes the search may hand over to ``runs``
-(:class:`Handoff`).
+stops at ``k`` boundaries (every class one arc).  ``M`` spreads the image (a
+projective map of the directions, ``candidates._spread``).  Every weight is a
+float64, i.e. an exact dyadic rational, and the search tracks the points
+exactly as NumPy float64 runs the net; the finished net is certified by
+:func:`lncapacity.certify` (ball arithmetic) and run once in float64 in
+:func:`lncapacity.construct.build`.  With ``eps > 0`` the output lies strictly
+inside the disc: each layer is scaled by a power of two so that ``eps`` shifts
+the radius by less than ``2^-40`` (the angle never depends on ``eps``).  With
+two classes the search may hand over to ``runs`` (:class:`Handoff`).
 
 The package, split by concern (issue 29): :mod:`.state` (a state, how it is scored,
 the float-error bound of its angles), :mod:`.candidates` (the layers worth trying),

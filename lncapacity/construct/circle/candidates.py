@@ -17,9 +17,6 @@ import numpy as np
 from ...reproducible import gram, matmul, norm, orthonormal_columns, solve, top_eigenvectors
 from .state import GAP_MIN, _cost, _score_orders
 
-SPREAD = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 64.0, 256.0])
-"""Candidate stretch factors ``k`` of ``M = diag(1, k) R`` (relative to the natural one)."""
-
 
 def _first_candidates(X: np.ndarray, y: np.ndarray, rng: np.random.Generator, count: int):
     """2-D images ``Z = X Q`` (``d x 2`` matrices ``Q``) worth trying for layer 1."""
