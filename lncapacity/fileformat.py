@@ -263,7 +263,7 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
             raise fail(f"{where}.groups", 'needs "requires": ["groups"] (format lnnet/1.1)')
         g = a.get("groups", 1)
         if not isinstance(g, int) or isinstance(g, bool) or g < 1:
-            raise fail(f"{where}.groups", f"must be a positive integer, got {shown(json.dumps(g))}")
+            raise fail(f"{where}.groups", f"must be a positive integer, got {json.dumps(g)[:40]}")
         if "groups" in requires:  # each group is a LayerNorm of at most MAX_WIDTH features
             W = a.get("W")
             rows = width if width is not None else len(W) if isinstance(W, list) else 0

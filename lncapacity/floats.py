@@ -21,6 +21,7 @@ they never certify one.  PyTorch is optional (``pip install
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from collections.abc import Callable
@@ -159,9 +160,9 @@ def torch_sequential(net: LNNet[Any], dtype: str, finite: bool = True) -> torch.
     ``torch.nn.LayerNorm(n_l, eps=float(net.eps))``, with ``elementwise_affine`` and ``bias``
     set as the layer's :class:`~lncapacity.model.Norm` has them; an LN-G layer of ``g``
     groups by ``torch.nn.GroupNorm(g, n_l, eps=float(net.eps))`` (``affine`` when the layer
-    has a gain or a bias: GroupNorm has both or neither, so a missing one is written as ones
-    or zeros).  The weights are the exact
-    ones rounded to float64 and then to ``dtype``; on the CPU, in eval mode, without
+    has a gain or a bias; a missing gain is written as ones, a missing bias as
+    ``bias=False`` where this PyTorch's GroupNorm takes it, else as zeros).  The weights are
+    the exact ones rounded to float64 and then to ``dtype``; on the CPU, in eval mode, without
     gradients; the global random state is left untouched.  A weight or ``eps`` beyond the
     range of ``dtype`` is an :class:`InputError` naming it (``finite=False``: it becomes
     ``±inf``, as the float backends run it).
@@ -183,11 +184,14 @@ def torch_sequential(net: LNNet[Any], dtype: str, finite: bool = True) -> torch.
 
     def group_norm(n: int, norm: Norm[Any], where: str) -> torch.nn.GroupNorm:
         affine = not norm.is_identity
-        gn = nn.GroupNorm(norm.groups, n, eps=eps, affine=affine, dtype=tdt)
+        # a gain alone: GroupNorm(bias=False) where this torch has it, else a zero bias
+        no_bias = {"bias": False} if affine and norm.bias is None and _group_norm_bias(nn) else {}
+        gn = nn.GroupNorm(norm.groups, n, eps=eps, affine=affine, dtype=tdt, **no_bias)
         if affine:
             with torch.no_grad():
                 gn.weight.copy_(tensor(norm.gain or [1] * n, f"{where}.ln.gain"))
-                gn.bias.copy_(tensor(norm.bias or [0] * n, f"{where}.ln.bias"))
+                if gn.bias is not None:
+                    gn.bias.copy_(tensor(norm.bias or [0] * n, f"{where}.ln.bias"))
         return gn
 
     def layer_norm(n: int, norm: Norm[Any], where: str) -> torch.nn.Module:
@@ -214,6 +218,12 @@ def torch_sequential(net: LNNet[Any], dtype: str, finite: bool = True) -> torch.
             modules.append(layer_norm(len(layer.b), net.norm(i), f"layers[{i}]"))
         modules.append(linear(net.readout, "readout"))
     return nn.Sequential(*modules).eval().requires_grad_(False)
+
+
+def _group_norm_bias(nn: Any) -> bool:
+    """Whether this PyTorch's ``nn.GroupNorm`` takes ``bias=False`` (an affine part without
+    a bias, as ``nn.LayerNorm`` has it)."""
+    return "bias" in inspect.signature(nn.GroupNorm).parameters
 
 
 def to_torch(net: LNNet[Any], dtype: str = "float64", finite: bool = True) -> torch.nn.Sequential:

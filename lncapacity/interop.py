@@ -332,8 +332,8 @@ def _plan(model: Any, name: str) -> list[tuple[str, Any, str, dict[str, Any]]]:
             if not isinstance(affine, bool):
                 raise InputError(f"{where}: affine is {_shown(affine)}, not True or False")
             gain, bias = _attr(m, "weight", where), _attr(m, "bias", where)
-            if affine and (gain is None or bias is None):
-                raise InputError(f"{where}: affine, but without its weight and bias")
+            if affine and gain is None:  # a bias may be missing: GroupNorm(..., bias=False)
+                raise InputError(f"{where}: affine, but without its weight")
             if not affine and (gain is not None or bias is not None):
                 raise InputError(f"{where}: not affine, but with a weight or a bias")
             for part, t in (("weight", gain), ("bias", bias)):
@@ -618,12 +618,19 @@ def from_state_dict(
             n = w.shape[0] if w is not None else dim
             if n is None:
                 raise InputError(f"{where}: its width is unknown (no weights, nothing before)")
-            if ("weight" in e) != ("bias" in e):
-                raise InputError(f"{where}: GroupNorm has a weight and a bias, or neither")
+            if "bias" in e and "weight" not in e:
+                raise InputError(f"{where}: a bias without a gain: not a torch GroupNorm")
             if n % g or n // g < 2:
                 raise InputError(f"{where}: {g} groups of {n} channels (groups of 2 or more)")
             dt = w.dtype if w is not None else torch.float32
-            m = nn.GroupNorm(g, n, eps=eps, affine="weight" in e, dtype=dt, device="meta")
+            # newer PyTorch has GroupNorm(bias=False); in older ones a GroupNorm has both or neither
+            no_bias = {"bias": False} if "weight" in e and "bias" not in e else {}
+            try:
+                m = nn.GroupNorm(
+                    g, n, eps=eps, affine="weight" in e, dtype=dt, device="meta", **no_bias
+                )
+            except TypeError:
+                raise InputError(f"{where}: a weight without a bias (not in this torch)") from None
             dim = n
         elif kind in ("Dropout", "Identity"):
             m = nn.Identity()
