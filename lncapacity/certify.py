@@ -172,7 +172,8 @@ def certify(
     decides nearly every point; the rest are redone in ``arb`` balls with rising
     precision.  ``intervals`` forces that pass on (True) or off (False);
     default: on for such nets with layers and more than a few points.  ``workers``:
-    processes for the ``arb`` part (default: all cores, for large jobs only).
+    processes for the ``arb`` part, and for the interval pass of nets with LN-G layers
+    (default: all cores, for large jobs only).
     LayerNorm gains and biases are folded first (:meth:`LNNet.folded`, exact).
     ``scores``: also bound every exact score (:attr:`Certificate.scores`; the
     interval pass always does, ``arb`` points only when asked, as it costs time).
@@ -204,7 +205,9 @@ def certify(
                 h = interval_layers(net, points.X, net.layers[:j])
                 mlo, mhi, zlo, zhi = scalar_interval_pass(tail, points.X, labels, h)
             else:
-                mlo, mhi, zlo, zhi = interval_pass(net, points.X, labels)
+                spread = net.grouped and points.m * max(net.widths) >= GROUPED_PARALLEL
+                iv_workers = workers or ((os.cpu_count() or 1) if spread else 1)
+                mlo, mhi, zlo, zhi = interval_pass(net, points.X, labels, iv_workers)
         scores_lo, scores_hi = zlo, zhi
         todo = []
         for k in range(points.m):
@@ -324,7 +327,7 @@ def interval_layers(
 
 
 def interval_pass(
-    net: LNNet[fmpq], X: Sequence[Sequence[fmpq]], labels: Sequence[int]
+    net: LNNet[fmpq], X: Sequence[Sequence[fmpq]], labels: Sequence[int], workers: int = 1
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Float64 intervals around every margin and score, all points at once.
 
@@ -340,10 +343,10 @@ def interval_pass(
 
     A net with LN-G layers does the same in each group (``P`` centres each group, the sums
     are over its features) and goes by :func:`_grouped_interval_pass`: such nets may be very
-    wide, and it works in small blocks.
+    wide, and it works in small blocks, over ``workers`` processes.
     """
     if net.grouped:
-        return _grouped_interval_pass(net, X, labels)
+        return _grouped_interval_pass(net, X, labels, workers)
     maps = _interval_layer_maps(net, net.layers)
     eps = iv.enclose([net.eps])
     R = iv.enclose(np.array([list(row) for row in net.readout.W], dtype=object))
@@ -389,7 +392,7 @@ def interval_pass(
 
 
 def _grouped_interval_pass(
-    net: LNNet[fmpq], X: Sequence[Sequence[fmpq]], labels: Sequence[int]
+    net: LNNet[fmpq], X: Sequence[Sequence[fmpq]], labels: Sequence[int], workers: int = 1
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`interval_pass` for nets with LN-G layers, in blocks of :data:`GROUPED_BLOCK`.
 
@@ -399,6 +402,7 @@ def _grouped_interval_pass(
     (:func:`lncapacity.interval.pairwise_total`).  The margins are the differences of the
     score intervals, ``[lo(z_c) - max hi(z_j), hi(z_c) - max lo(z_j)]`` rounded outwards: a
     little wider than with the exact row differences, and far cheaper with many classes.
+    ``workers``: processes, each taking :data:`GROUPED_TASK` points times features at a time.
     """
     maps = _interval_layer_maps(net, net.layers)
     eps = iv.enclose([net.eps])
@@ -408,31 +412,14 @@ def _grouped_interval_pass(
     zlo, zhi = np.empty((m, k_cls)), np.empty((m, k_cls))
     H = _enclosed_points(X)
     widest = max(max(net.widths), net.input_dim)
-    step = max(1, GROUPED_BLOCK // widest)
-    *first, (PW, Pb, k) = maps
-    n = PW[0].shape[0]
-    for start in range(0, m, step):
-        sl = slice(start, min(start + step, m))
-        h = H[0][sl], H[1][sl]
-        for layer in first:
-            h = _blocked_layer(layer, h, eps)
-        rows = h[0].shape[0]
-        size = max(k, GROUPED_BLOCK // rows // k * k)  # whole groups
-        acc: list[iv.Interval] = []
-        for b0 in range(0, n, size):
-            part = slice(b0, min(b0 + size, n))
-            block = ((PW[0][part], PW[1][part]), (Pb[0][part], Pb[1][part]), k)
-            hb = _interval_layer(block, h, eps, True)
-            for i in range(k_cls):
-                term = iv.mul((R[0][None, i, part], R[1][None, i, part]), hb)
-                if b0 == 0:
-                    acc.append(term)
-                else:  # feature j + b0 onto feature j: every addition outwards
-                    w = term[0].shape[1]
-                    lo, hi = iv.add((acc[i][0][:, :w], acc[i][1][:, :w]), term)
-                    acc[i][0][:, :w], acc[i][1][:, :w] = lo, hi
-        for i in range(k_cls):
-            zlo[sl, i], zhi[sl, i] = iv.add(iv.pairwise_total(acc[i]), (r[0][i], r[1][i]))
+    per_task = max(1, GROUPED_TASK // widest)
+    starts = range(0, m, per_task)
+    tasks = (
+        (maps, eps, R, r, (H[0][s : s + per_task], H[1][s : s + per_task]), widest) for s in starts
+    )
+    with closing(imap(_grouped_scores, tasks, min(workers, len(starts)))) as parts:
+        for s, (lo, hi) in zip(starts, parts, strict=True):
+            zlo[s : s + per_task], zhi[s : s + per_task] = lo, hi
     mlo, mhi = np.full(m, np.inf), np.full(m, np.inf)
     if k_cls > 1:
         lab = np.asarray(labels, dtype=np.intp)
@@ -443,6 +430,50 @@ def _grouped_interval_pass(
         mlo = iv.down(zlo[own] - np.max(others_hi, axis=1))
         mhi = iv.up(zhi[own] - np.max(others_lo, axis=1))
     return mlo, mhi, zlo, zhi
+
+
+GROUPED_TASK = 1 << 22
+"""Points times features of one task of the grouped interval pass (about half a second)."""
+
+GROUPED_PARALLEL = 1 << 24
+"""Points times features from which :func:`certify` spreads the grouped interval pass over
+processes (by default)."""
+
+
+def _grouped_scores(
+    task: tuple[list[Layer], iv.Interval, iv.Interval, iv.Interval, iv.Interval, int],
+) -> iv.Interval:
+    """The score intervals of some points (a task of :func:`_grouped_interval_pass`)."""
+    maps, eps, R, r, H, widest = task
+    m, k_cls = H[0].shape[0], R[0].shape[0]
+    zlo, zhi = np.empty((m, k_cls)), np.empty((m, k_cls))
+    step = max(1, GROUPED_BLOCK // widest)
+    *first, (PW, Pb, k) = maps
+    n = PW[0].shape[0]
+    with np.errstate(all="ignore"):  # overflow and NaN leave points undecided, silently
+        for start in range(0, m, step):
+            sl = slice(start, min(start + step, m))
+            h = H[0][sl], H[1][sl]
+            for layer in first:
+                h = _blocked_layer(layer, h, eps)
+            rows = h[0].shape[0]
+            size = max(k, GROUPED_BLOCK // rows // k * k)  # whole groups
+            acc: list[iv.Interval] = []
+            for b0 in range(0, n, size):
+                part = slice(b0, min(b0 + size, n))
+                block = ((PW[0][part], PW[1][part]), (Pb[0][part], Pb[1][part]), k)
+                hb = _interval_layer(block, h, eps, True)
+                for i in range(k_cls):
+                    term = iv.mul((R[0][None, i, part], R[1][None, i, part]), hb)
+                    if b0 == 0:
+                        acc.append(term)
+                    else:  # feature j + b0 onto feature j: every addition outwards
+                        w = term[0].shape[1]
+                        lo, hi = iv.add((acc[i][0][:, :w], acc[i][1][:, :w]), term)
+                        acc[i][0][:, :w], acc[i][1][:, :w] = lo, hi
+            for i in range(k_cls):
+                zlo[sl, i], zhi[sl, i] = iv.add(iv.pairwise_total(acc[i]), (r[0][i], r[1][i]))
+    return zlo, zhi
 
 
 def _blocked_layer(layer: Layer, h: iv.Interval, eps: iv.Interval) -> iv.Interval:

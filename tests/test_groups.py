@@ -312,6 +312,18 @@ def test_the_interval_pass_encloses_balls_in_blocks(monkeypatch):
                 assert mlo[i] <= m.lower() and m.upper() <= mhi[i] and mhi[i] - mlo[i] < 1e-9
 
 
+def test_the_grouped_interval_pass_in_processes(monkeypatch):
+    certify_module = sys.modules["lncapacity.certify"]
+    monkeypatch.setattr(certify_module, "GROUPED_TASK", 40)  # 40 // 12: 3 points a task
+    rng = random.Random(10)
+    net = random_net(rng, [(12, 4)], k=2).folded()
+    X = [[Q(rng.randint(-99, 99), 8) for _ in range(2)] for _ in range(20)]
+    y = [rng.randrange(2) for _ in X]
+    one = certify_module.interval_pass(net, X, y)
+    two = certify_module.interval_pass(net, X, y, workers=2)
+    assert all(np.array_equal(a, b) for a, b in zip(one, two, strict=True))
+
+
 def test_pairwise_sums_enclose_the_exact_sums():
     from lncapacity import interval as iv
 
