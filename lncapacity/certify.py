@@ -342,7 +342,7 @@ def interval_pass(
     points and features, :data:`INTERVAL_CHUNK` entries at a time.
 
     A net with LN-G layers does the same in each group (``P`` centres each group, the sums
-    are over its features) and goes by :func:`_grouped_interval_pass`: such nets may be very
+    are over its features) and goes by ``_grouped_interval_pass``: such nets may be very
     wide, and it works in small blocks, over ``workers`` processes.
     """
     if net.grouped:
@@ -443,7 +443,7 @@ processes (by default)."""
 def _grouped_scores(
     task: tuple[list[Layer], iv.Interval, iv.Interval, iv.Interval, iv.Interval, int],
 ) -> iv.Interval:
-    """The score intervals of some points (a task of :func:`_grouped_interval_pass`)."""
+    """The score intervals of some points (a task of ``_grouped_interval_pass``)."""
     maps, eps, R, r, H, widest = task
     m, k_cls = H[0].shape[0], R[0].shape[0]
     zlo, zhi = np.empty((m, k_cls)), np.empty((m, k_cls))
@@ -477,7 +477,7 @@ def _grouped_scores(
 
 
 def _blocked_layer(layer: Layer, h: iv.Interval, eps: iv.Interval) -> iv.Interval:
-    """:func:`_interval_layer` a block of whole groups at a time (for the layers of a grouped
+    """``_interval_layer`` a block of whole groups at a time (for the layers of a grouped
     net before its last)."""
     PW, Pb, k = layer
     n = PW[0].shape[0]

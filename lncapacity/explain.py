@@ -280,6 +280,8 @@ SVD_FEATURES = 1_000
 layers) from :data:`POWER_STEPS` steps of the power iteration (an SVD of 10,000 points in
 15,000 features would take minutes)."""
 POWER_STEPS = 64
+"""Steps of the power iteration for the principal axis of a column wider than
+:data:`SVD_FEATURES` (from a fixed start: the same axis on every run)."""
 
 
 def _principal(h: np.ndarray) -> np.ndarray:

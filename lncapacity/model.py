@@ -110,7 +110,7 @@ class Norm(Generic[T]):
 
     @property
     def is_plain(self) -> bool:
-        """Whether this is a plain LayerNorm: no gain, no bias, one group."""
+        """Whether this is a plain LayerNorm (no gain, no bias, one group)."""
         return self.is_identity and self.groups == 1
 
 
@@ -177,7 +177,7 @@ class LNNet(Generic[T]):
 
     @property
     def groups(self) -> tuple[int, ...]:
-        """The number of groups of each layer (1: LayerNorm; more: LN-G)."""
+        """The number of groups of each layer, 1 for a LayerNorm and more for LN-G."""
         return tuple(self.norm(i).groups for i in range(len(self.layers)))
 
     @property

@@ -21,9 +21,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "import",
         help="read a PyTorch LN-Net (nn.Sequential of Linear and LayerNorm) as an exact net",
         description="Read MODEL (torch.save of an nn.Sequential of Linear and LayerNorm "
-        "modules, or of its state_dict) with torch.load(weights_only=True), convert every "
-        "weight exactly, and write it as an lnnet file (lnnet/1, or lnnet/1.1 when it has "
-        "LayerNorm gains or biases or layers of different widths).",
+        "(or GroupNorm) modules, or of its state_dict) with torch.load(weights_only=True), "
+        "convert every weight exactly, and write it as an lnnet file (lnnet/1, or lnnet/1.1 "
+        "when it has LayerNorm gains or biases, layers of different widths or in groups).",
     )
     im.add_argument("model", metavar="MODEL.pt")
     im.add_argument("--out", required=True, metavar="NET.json", help="the lnnet file to write")
