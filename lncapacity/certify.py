@@ -172,7 +172,8 @@ def certify(
     decides nearly every point; the rest are redone in ``arb`` balls with rising
     precision.  ``intervals`` forces that pass on (True) or off (False);
     default: on for such nets with layers and more than a few points.  ``workers``:
-    processes for the ``arb`` part (default: all cores, for large jobs only).
+    processes for the ``arb`` part, and for the interval pass of nets with LN-G layers
+    (default: all cores, for large jobs only).
     LayerNorm gains and biases are folded first (:meth:`LNNet.folded`, exact).
     ``scores``: also bound every exact score (:attr:`Certificate.scores`; the
     interval pass always does, ``arb`` points only when asked, as it costs time).
@@ -204,7 +205,9 @@ def certify(
                 h = interval_layers(net, points.X, net.layers[:j])
                 mlo, mhi, zlo, zhi = scalar_interval_pass(tail, points.X, labels, h)
             else:
-                mlo, mhi, zlo, zhi = interval_pass(net, points.X, labels)
+                spread = net.grouped and points.m * max(net.widths) >= GROUPED_PARALLEL
+                iv_workers = workers or ((os.cpu_count() or 1) if spread else 1)
+                mlo, mhi, zlo, zhi = interval_pass(net, points.X, labels, iv_workers)
         scores_lo, scores_hi = zlo, zhi
         todo = []
         for k in range(points.m):
@@ -245,34 +248,86 @@ INTERVAL_WORK = 64
 """Points times layers from which a net without a scalar chain gets the interval pass first."""
 
 
+INTERVAL_CHUNK = 1 << 18
+"""Points times features (of the widest layer) the interval pass holds at once: its arrays stay
+a few MiB however many points there are (a point's intervals do not depend on the others')."""
+
+GROUPED_BLOCK = 1 << 13
+"""Points times features of one block of the interval pass for nets with LN-G layers (often
+very wide): small arrays, which NumPy computes several times faster than large ones (the
+allocator hands large ones back to the system and faults them in again)."""
+
+Layer = tuple[iv.Interval, iv.Interval, int]
+"""A layer as the interval pass holds it: ``(P W, P b, k)``, centred exactly in each group of
+``k`` features (``k = n``: LayerNorm), enclosed."""
+
+
+def _interval_layer_maps(net: LNNet[fmpq], layers: Sequence[Affine[fmpq]]) -> list[Layer]:
+    """``P W`` and ``P b`` of each layer, ``P`` the centring of each group (``I - 1 1^T / n``
+    for a LayerNorm), applied to the exact weights and then enclosed."""
+    out = []
+    for i, layer in enumerate(layers):
+        n = len(layer.b)
+        k = n // net.norm(i).groups
+        PW: list[list[fmpq]] = []
+        Pb: list[fmpq] = []
+        for t in range(0, n, k):  # each group (the whole layer for a LayerNorm)
+            block, bias = layer.W[t : t + k], layer.b[t : t + k]
+            col_mean = [sum((row[j] for row in block), fmpq(0)) / k for j in range(len(block[0]))]
+            b_mean = sum(bias, fmpq(0)) / k
+            PW += [[w - mu for w, mu in zip(row, col_mean, strict=True)] for row in block]
+            Pb += [v - b_mean for v in bias]
+        out.append((iv.enclose(np.array(PW, dtype=object)), iv.enclose(Pb), k))
+    return out
+
+
+def _dot(W: iv.Interval, h: iv.Interval, pairwise: bool) -> iv.Interval:
+    """``h @ W.T``: one column at a time, or (``pairwise``, for maps with more columns than
+    rows) row by row, each row's sum taken pairwise (:func:`lncapacity.interval.dot_rows`)."""
+    if pairwise and W[0].shape[1] > W[0].shape[0]:
+        return iv.dot_rows(W, h)
+    return iv.matvec(W, h)
+
+
+def _interval_layer(
+    layer: Layer, h: iv.Interval, eps: iv.Interval, pairwise: bool = False
+) -> iv.Interval:
+    """One layer: ``c = (P W) h + P b``, then ``c / sqrt(sum(c^2) / k + eps)`` in each group."""
+    PW, Pb, k = layer
+    c = iv.add(_dot(PW, h, pairwise), (Pb[0][None, :], Pb[1][None, :]))
+    m, n = c[0].shape
+    if k == n:  # LayerNorm
+        var = iv.total(iv.square(c))
+        var = iv.down(var[0] / n), iv.up(var[1] / n)
+        s = iv.sqrt(iv.add(var, (eps[0][None, :], eps[1][None, :])))
+        return iv.div_positive(c, s)
+    # LN-G: the same in each group, on an axis of its own
+    c3 = c[0].reshape(m, n // k, k), c[1].reshape(m, n // k, k)
+    var = iv.total(iv.square(c3))  # (m, groups, 1)
+    var = iv.down(var[0] / k), iv.up(var[1] / k)
+    s = iv.sqrt(iv.add(var, (eps[0][None, None, :], eps[1][None, None, :])))
+    q = iv.div_positive(c3, s)
+    return q[0].reshape(m, n), q[1].reshape(m, n)
+
+
+def _enclosed_points(X: Sequence[Sequence[fmpq]]) -> iv.Interval:
+    return iv.enclose(np.array([list(row) for row in X], dtype=object).reshape(len(X), -1))
+
+
 def interval_layers(
     net: LNNet[fmpq], X: Sequence[Sequence[fmpq]], layers: Sequence[Affine[fmpq]]
 ) -> iv.Interval:
     """Float64 intervals around the outputs of ``layers`` (the first ones of ``net``, without
     gains) for every point of ``X``: the layer loop of :func:`interval_pass`."""
-    h = iv.enclose(np.array([list(row) for row in X], dtype=object).reshape(len(X), -1))
+    h = _enclosed_points(X)
     eps = iv.enclose([net.eps])
-    for layer in layers:
-        n = len(layer.b)
-        col_mean = [sum((row[j] for row in layer.W), fmpq(0)) / n for j in range(len(layer.W[0]))]
-        b_mean = sum(layer.b, fmpq(0)) / n
-        PW = iv.enclose(
-            np.array(
-                [[w - mu for w, mu in zip(row, col_mean, strict=True)] for row in layer.W],
-                dtype=object,
-            )
-        )
-        Pb = iv.enclose([v - b_mean for v in layer.b])
-        c = iv.add(iv.matvec(PW, h), (Pb[0][None, :], Pb[1][None, :]))
-        var = iv.total(iv.square(c))
-        var = iv.down(var[0] / n), iv.up(var[1] / n)
-        s = iv.sqrt(iv.add(var, (eps[0][None, :], eps[1][None, :])))
-        h = iv.div_positive(c, s)
+    for layer in _interval_layer_maps(net, layers):
+        h = _interval_layer(layer, h, eps, net.grouped)
     return h
 
 
 def interval_pass(
-    net: LNNet[fmpq], X: Sequence[Sequence[fmpq]], labels: Sequence[int]
+    net: LNNet[fmpq], X: Sequence[Sequence[fmpq]], labels: Sequence[int], workers: int = 1
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Float64 intervals around every margin and score, all points at once.
 
@@ -283,19 +338,27 @@ def interval_pass(
     as ``c = (P W) h + P b`` with the centring ``P = I - 1 1^T / n`` applied to the
     exact weights first (so the mean is never subtracted in floats, which would
     widen the intervals), then ``h = c / sqrt(sum(c^2) / n + eps)``; the margins
-    use the exact differences ``R_label - R_j`` of the readout rows.
+    use the exact differences ``R_label - R_j`` of the readout rows.  Vectorised over
+    points and features, :data:`INTERVAL_CHUNK` entries at a time.
+
+    A net with LN-G layers does the same in each group (``P`` centres each group, the sums
+    are over its features) and goes by ``_grouped_interval_pass``: such nets may be very
+    wide, and it works in small blocks, over ``workers`` processes.
     """
-    h = interval_layers(net, X, net.layers)
+    if net.grouped:
+        return _grouped_interval_pass(net, X, labels, workers)
+    maps = _interval_layer_maps(net, net.layers)
+    eps = iv.enclose([net.eps])
     R = iv.enclose(np.array([list(row) for row in net.readout.W], dtype=object))
     r = iv.enclose(list(net.readout.b))
-    z = iv.add(iv.matvec(R, h), (r[0][None, :], r[1][None, :]))
     m, k_cls = len(X), len(net.classes)
     mlo, mhi = np.full(m, np.inf), np.full(m, np.inf)
+    zlo, zhi = np.empty((m, k_cls)), np.empty((m, k_cls))
     lab = np.asarray(labels, dtype=np.intp)
-    for c_idx in range(k_cls):
-        rows = np.nonzero(lab == c_idx)[0]
+    diffs: dict[int, tuple[iv.Interval, iv.Interval]] = {}
+    for c_idx in sorted(set(lab.tolist())):
         others = [j for j in range(k_cls) if j != c_idx]
-        if not len(rows) or not others:
+        if not others:
             continue
         Rc = net.readout.W[c_idx]
         D = iv.enclose(
@@ -305,11 +368,126 @@ def interval_pass(
             ).reshape(len(others), -1)
         )
         d = iv.enclose([net.readout.b[c_idx] - net.readout.b[j] for j in others])
-        diff = iv.add(iv.matvec(D, (h[0][rows], h[1][rows])), (d[0][None, :], d[1][None, :]))
-        # min over j, NaN-propagating: a NaN anywhere leaves the point undecided
-        mlo[rows] = np.min(diff[0], axis=1)
-        mhi[rows] = np.min(diff[1], axis=1)
-    return mlo, mhi, z[0], z[1]
+        diffs[c_idx] = D, d
+    H = _enclosed_points(X)
+    widest = max((len(a.b) for a in net.layers), default=1)
+    step = max(1, INTERVAL_CHUNK // max(widest, net.input_dim))
+    for start in range(0, m, step):
+        sl = slice(start, min(start + step, m))
+        h = H[0][sl], H[1][sl]
+        for layer in maps:
+            h = _interval_layer(layer, h, eps)
+        zlo[sl], zhi[sl] = iv.add(iv.matvec(R, h), (r[0][None, :], r[1][None, :]))
+        part = lab[sl]
+        for c_idx, (D, d) in diffs.items():
+            rows = np.nonzero(part == c_idx)[0]
+            if not len(rows):
+                continue
+            hc = h[0][rows], h[1][rows]
+            diff = iv.add(iv.matvec(D, hc), (d[0][None, :], d[1][None, :]))
+            # min over j, NaN-propagating: a NaN anywhere leaves the point undecided
+            mlo[start + rows] = np.min(diff[0], axis=1)
+            mhi[start + rows] = np.min(diff[1], axis=1)
+    return mlo, mhi, zlo, zhi
+
+
+def _grouped_interval_pass(
+    net: LNNet[fmpq], X: Sequence[Sequence[fmpq]], labels: Sequence[int], workers: int = 1
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`interval_pass` for nets with LN-G layers, in blocks of :data:`GROUPED_BLOCK`.
+
+    A chunk of points goes through the layers; the last one is computed a block of whole
+    groups at a time, and each block's products with the readout rows are added, feature by
+    feature, to one accumulator per row (each addition outwards), summed pairwise at the end
+    (:func:`lncapacity.interval.pairwise_total`).  The margins are the differences of the
+    score intervals, ``[lo(z_c) - max hi(z_j), hi(z_c) - max lo(z_j)]`` rounded outwards: a
+    little wider than with the exact row differences, and far cheaper with many classes.
+    ``workers``: processes, each taking :data:`GROUPED_TASK` points times features at a time.
+    """
+    maps = _interval_layer_maps(net, net.layers)
+    eps = iv.enclose([net.eps])
+    R = iv.enclose(np.array([list(row) for row in net.readout.W], dtype=object))
+    r = iv.enclose(list(net.readout.b))
+    m, k_cls = len(X), len(net.classes)
+    zlo, zhi = np.empty((m, k_cls)), np.empty((m, k_cls))
+    H = _enclosed_points(X)
+    widest = max(max(net.widths), net.input_dim)
+    per_task = max(1, GROUPED_TASK // widest)
+    starts = range(0, m, per_task)
+    tasks = (
+        (maps, eps, R, r, (H[0][s : s + per_task], H[1][s : s + per_task]), widest) for s in starts
+    )
+    with closing(imap(_grouped_scores, tasks, min(workers, len(starts)))) as parts:
+        for s, (lo, hi) in zip(starts, parts, strict=True):
+            zlo[s : s + per_task], zhi[s : s + per_task] = lo, hi
+    mlo, mhi = np.full(m, np.inf), np.full(m, np.inf)
+    if k_cls > 1:
+        lab = np.asarray(labels, dtype=np.intp)
+        own = np.arange(m), lab
+        others_hi, others_lo = zhi.copy(), zlo.copy()
+        others_hi[own], others_lo[own] = -np.inf, -np.inf
+        # NaN-propagating maxima: a NaN score leaves the point undecided
+        mlo = iv.down(zlo[own] - np.max(others_hi, axis=1))
+        mhi = iv.up(zhi[own] - np.max(others_lo, axis=1))
+    return mlo, mhi, zlo, zhi
+
+
+GROUPED_TASK = 1 << 22
+"""Points times features of one task of the grouped interval pass (about half a second)."""
+
+GROUPED_PARALLEL = 1 << 24
+"""Points times features from which :func:`certify` spreads the grouped interval pass over
+processes (by default)."""
+
+
+def _grouped_scores(
+    task: tuple[list[Layer], iv.Interval, iv.Interval, iv.Interval, iv.Interval, int],
+) -> iv.Interval:
+    """The score intervals of some points (a task of ``_grouped_interval_pass``)."""
+    maps, eps, R, r, H, widest = task
+    m, k_cls = H[0].shape[0], R[0].shape[0]
+    zlo, zhi = np.empty((m, k_cls)), np.empty((m, k_cls))
+    step = max(1, GROUPED_BLOCK // widest)
+    *first, (PW, Pb, k) = maps
+    n = PW[0].shape[0]
+    with np.errstate(all="ignore"):  # overflow and NaN leave points undecided, silently
+        for start in range(0, m, step):
+            sl = slice(start, min(start + step, m))
+            h = H[0][sl], H[1][sl]
+            for layer in first:
+                h = _blocked_layer(layer, h, eps)
+            rows = h[0].shape[0]
+            size = max(k, GROUPED_BLOCK // rows // k * k)  # whole groups
+            acc: list[iv.Interval] = []
+            for b0 in range(0, n, size):
+                part = slice(b0, min(b0 + size, n))
+                block = ((PW[0][part], PW[1][part]), (Pb[0][part], Pb[1][part]), k)
+                hb = _interval_layer(block, h, eps, True)
+                for i in range(k_cls):
+                    term = iv.mul((R[0][None, i, part], R[1][None, i, part]), hb)
+                    if b0 == 0:
+                        acc.append(term)
+                    else:  # feature j + b0 onto feature j: every addition outwards
+                        w = term[0].shape[1]
+                        lo, hi = iv.add((acc[i][0][:, :w], acc[i][1][:, :w]), term)
+                        acc[i][0][:, :w], acc[i][1][:, :w] = lo, hi
+            for i in range(k_cls):
+                zlo[sl, i], zhi[sl, i] = iv.add(iv.pairwise_total(acc[i]), (r[0][i], r[1][i]))
+    return zlo, zhi
+
+
+def _blocked_layer(layer: Layer, h: iv.Interval, eps: iv.Interval) -> iv.Interval:
+    """``_interval_layer`` a block of whole groups at a time (for the layers of a grouped
+    net before its last)."""
+    PW, Pb, k = layer
+    n = PW[0].shape[0]
+    size = max(k, GROUPED_BLOCK // h[0].shape[0] // k * k)
+    out = np.empty((h[0].shape[0], n)), np.empty((h[0].shape[0], n))
+    for b0 in range(0, n, size):
+        part = slice(b0, min(b0 + size, n))
+        block = ((PW[0][part], PW[1][part]), (Pb[0][part], Pb[1][part]), k)
+        out[0][:, part], out[1][:, part] = _interval_layer(block, h, eps, True)
+    return out
 
 
 def scalar_interval_pass(

@@ -41,6 +41,11 @@ different labels, relative to the amplitude ``sqrt 3 |P row|`` of the read
 (the largest value any point of the circle gives; for the input column, half
 its span): what float arithmetic must resolve (proofs/float_gap.md).
 
+**LN-G.** A layer that normalises in groups (:attr:`~lncapacity.model.Norm.groups`) has
+no such scalar map: its centre, offset and fold point are not reported (the values the
+next map reads, runs and gaps are, computed in float64), and :func:`layer_curve` draws its
+map in float64.
+
 Column values for :func:`explain` are computed in ball arithmetic (python-flint
 ``arb``) at the certificate's precision, and the margin is the certificate's
 (:func:`lncapacity.certify.certify`); gaps are reported as the balls' midpoints
@@ -66,7 +71,7 @@ from .certify import Certificate, certify, rank_one, scalar_chain
 from .data import PointSet, named_labels, points_from_arrays
 from .errors import InputError
 from .fileformat import U, V, read_vector
-from .floats import affine_arrays, layer_arrays, product, run_layer
+from .floats import affine_arrays, layer_arrays, layer_norm, product, run_layer
 from .model import LNNet
 
 __all__ = [
@@ -270,6 +275,15 @@ def float_trace(net: LNNet[fmpq], X: Any) -> Trace:
     )
 
 
+SVD_FEATURES = 1_000
+"""Columns up to this many features get their principal axis from an SVD; wider ones (LN-G
+layers) from :data:`POWER_STEPS` steps of the power iteration (an SVD of 10,000 points in
+15,000 features would take minutes)."""
+POWER_STEPS = 64
+"""Steps of the power iteration for the principal axis of a column wider than
+:data:`SVD_FEATURES` (from a fixed start: the same axis on every run)."""
+
+
 def _principal(h: np.ndarray) -> np.ndarray:
     """Each row's coordinate along the first principal axis of the rows, scaled to ``[-1, 1]``
     (zeros when the rows coincide or are not finite)."""
@@ -277,8 +291,15 @@ def _principal(h: np.ndarray) -> np.ndarray:
         c = h - h.mean(axis=0)
         if not np.all(np.isfinite(c)) or not np.any(c):
             return np.zeros(len(h))
-        _, _, vt = np.linalg.svd(c, full_matrices=False)
-        p = c @ vt[0]
+        if c.shape[1] > SVD_FEATURES:
+            v = np.random.default_rng(0).standard_normal(c.shape[1])
+            for _ in range(POWER_STEPS):
+                v = c.T @ (c @ v)
+                v /= np.linalg.norm(v)
+            p = c @ v
+        else:
+            _, _, vt = np.linalg.svd(c, full_matrices=False)
+            p = c @ vt[0]
         top = np.max(np.abs(p))
         return p / top if top > 0 else np.zeros(len(h))
 
@@ -319,8 +340,13 @@ def layer_curve(
     col = np.array([to_float(c) for c in a.col])
     b = np.array([to_float(x) for x in L.b])
     y = np.outer(np.asarray(s, dtype=np.float64), col) + b
-    y = y - y.mean(axis=1, keepdims=True)
+    groups = net.norm(layer - 1).groups
     with np.errstate(all="ignore"):
+        if groups != 1:  # LN-G: no closed form of one fold, the layer itself in float64
+            return layer_norm(y, to_float(net.eps), groups) @ np.array(
+                [to_float(c) for c in nxt.row]
+            )
+        y = y - y.mean(axis=1, keepdims=True)
         h = y / np.sqrt((y * y).mean(axis=1, keepdims=True) + to_float(net.eps))
     return h @ np.array([to_float(c) for c in nxt.row])
 
@@ -410,7 +436,7 @@ def fold_points(net: LNNet[fmpq]) -> list[fmpq | None]:
     out: list[fmpq | None] = []
     for j, layer in enumerate(net.layers):
         a, nxt = rd[j], rd[j + 1]
-        if a is None or nxt is None:
+        if a is None or nxt is None or net.norm(j).groups != 1:  # LN-G: no single fold
             out.append(None)
             continue
         s0, g, k, a1, a2 = layer_constants(net, layer.b, a.col, nxt.row)
@@ -685,7 +711,10 @@ def explain(
         if "why" in meta:
             entry["why"] = _why(meta, present)
         a, nxt = rd[i - 1], rd[i]
-        if a is not None and nxt is not None:
+        groups = net.norm(i - 1).groups
+        if groups != 1:
+            entry["groups"] = groups
+        if a is not None and nxt is not None and groups == 1:
             s0, g, k, a1, a2 = layer_constants(net, layer.b, a.col, nxt.row)
             fold = s0 + a2 * k / (a1 * g) if a1 != 0 and g != 0 else None
             entry.update(
@@ -764,6 +793,7 @@ def explain(
         "net": {
             "depth": net.depth,
             "width": net.width,
+            **({"groups": list(net.groups)} if net.grouped else {}),
             "eps": format_rational(net.eps),
             "classes": names,
             "method": net.meta.get("method"),
@@ -795,6 +825,8 @@ def _g(x: Any) -> str:
 
 def _layer_words(e: Mapping[str, Any], names: Sequence[Any]) -> str:
     parts = [f"layer {e['layer']}: {_describe_kind(e['kind'], e['meta'], e.get('why'))}."]
+    if "groups" in e:
+        parts.append(f"LayerNorm in {e['groups']} groups (LN-G): no single fold.")
     if e.get("centre") is not None:
         c = to_float(parse_rational(e["centre"]))
         off = e.get("offset_squared")
@@ -857,8 +889,10 @@ def _readout_words(r: Mapping[str, Any], net: LNNet[fmpq]) -> str:
     if not net.layers:
         return "readout: an affine map of the input (no LayerNorm layers)."
     n, k = net.widths[-1], len(net.classes)
-    after = "" if net.norm(net.depth - 1).is_identity else " (with its gain and bias)"
+    last = net.norm(net.depth - 1)
+    after = "" if last.is_identity else " (with its gain and bias)"
+    kind = "LayerNorm" if last.groups == 1 else f"LN-G ({last.groups} groups of {n // last.groups})"
     return (
-        f"readout: {k} scores, an affine map of layer {net.depth}'s LayerNorm output{after} "
+        f"readout: {k} scores, an affine map of layer {net.depth}'s {kind} output{after} "
         f"in R^{n} (rank above one: no single value decides); the highest score wins."
     )

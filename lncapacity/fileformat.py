@@ -38,6 +38,11 @@ it (so every net this package builds, and every file written before, stays
   of its LayerNorm (``h = gain * LN(y) + bias``; either key may be absent).
 * ``"widths"``: the layers' widths differ; ``width`` is ``null`` and each
   layer's width is the number of rows of its ``W`` (``W_l`` is ``n_l x n_{l-1}``).
+* ``"groups"``: a layer's ``"groups": g`` (an integer, written only when ``g > 1``)
+  makes it LN-G: its ``n_l`` features are normalised in ``g`` contiguous groups of
+  ``n_l / g >= 2``, each with the net's ``eps`` (:mod:`lncapacity.model`); its ``ln``
+  gain and bias stay per feature.  Such a file may be wider: up to
+  :data:`MAX_GROUPED_WIDTH` features a layer, each group at most :data:`MAX_WIDTH`.
 * ``"algebraic"``: a top-level ``"radicals"`` list, a radical straight-line
   program (:mod:`lncapacity.algebraic`: entries ``"p/q"``, ``{"add": [i, j]}``,
   ``sub``, ``mul``, ``div``, ``{"sqrt": i}`` with ``i, j`` earlier entries, or
@@ -78,13 +83,14 @@ from .model import Affine, LNNet, Norm
 
 FORMAT = "lnnet/1"
 FORMAT_1_1 = "lnnet/1.1"
-FEATURES = ("ln-affine", "widths", "algebraic")
+FEATURES = ("ln-affine", "widths", "algebraic", "groups")
 """The features of ``lnnet/1.1`` this reader knows (see the module doc)."""
 
 __all__ = [
     "FEATURES",
     "FORMAT",
     "FORMAT_1_1",
+    "MAX_GROUPED_WIDTH",
     "U",
     "V",
     "check_outputs",
@@ -124,21 +130,27 @@ def to_dict(net: LNNet[fmpq]) -> dict[str, Any]:
     def layer(i: int, a: Affine[fmpq]) -> dict[str, Any]:
         d = affine(a)
         norm = net.norm(i)
-        if not norm.is_identity:
-            ln = {}
-            for part in ("gain", "bias"):
-                v = getattr(norm, part)
-                if v is not None:
-                    ln[part] = [format_rational(x) for x in v]
-            d = {"W": d["W"], "b": d["b"], "ln": ln, **({"meta": d["meta"]} if "meta" in d else {})}
+        if not norm.is_plain:
+            extra: dict[str, Any] = {}
+            if not norm.is_identity:
+                ln = {}
+                for part in ("gain", "bias"):
+                    v = getattr(norm, part)
+                    if v is not None:
+                        ln[part] = [format_rational(x) for x in v]
+                extra["ln"] = ln
+            if norm.groups != 1:
+                extra["groups"] = norm.groups
+            d = {"W": d["W"], "b": d["b"], **extra, **({"meta": d["meta"]} if "meta" in d else {})}
         return d
 
     requires = [
         f
         for f, used in (
-            ("ln-affine", bool(net.norms)),
+            ("ln-affine", any(not n.is_identity for n in net.norms)),
             ("widths", net.width is None),
             ("algebraic", radicals is not None),
+            ("groups", net.grouped),
         )
         if used
     ]
@@ -227,7 +239,7 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
     def norm(a: Any, where: str) -> Norm[fmpq]:
         ln = a.get("ln") if isinstance(a, Mapping) else None
         if ln is None:
-            return Norm()
+            return Norm(groups=group(a, where))
         if "ln-affine" not in requires:
             raise fail(f"{where}.ln", 'needs "requires": ["ln-affine"] (format lnnet/1.1)')
         if not isinstance(ln, Mapping) or set(ln) - {"gain", "bias"}:
@@ -242,7 +254,26 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
                 if v is None
                 else tuple(number(x, f"{where}.ln.{part}[{i}]") for i, x in enumerate(v))
             )
-        return Norm(parts["gain"], parts["bias"])
+        return Norm(parts["gain"], parts["bias"], group(a, where))
+
+    def group(a: Any, where: str) -> int:
+        if not isinstance(a, Mapping):
+            return 1  # affine() says what is wrong
+        if "groups" in a and "groups" not in requires:
+            raise fail(f"{where}.groups", 'needs "requires": ["groups"] (format lnnet/1.1)')
+        g = a.get("groups", 1)
+        if not isinstance(g, int) or isinstance(g, bool) or g < 1:
+            raise fail(f"{where}.groups", f"must be a positive integer, got {json.dumps(g)[:40]}")
+        if "groups" in requires:  # each group is a LayerNorm of at most MAX_WIDTH features
+            W = a.get("W")
+            rows = width if width is not None else len(W) if isinstance(W, list) else 0
+            if rows % g == 0 and rows // g > MAX_WIDTH:
+                what = "a LayerNorm" if g == 1 else "groups"
+                raise fail(
+                    f"{where}.groups" if g > 1 else where,
+                    f"{what} of {rows // g} features, beyond the limit of {MAX_WIDTH}",
+                )
+        return g
 
     if not isinstance(obj, Mapping):
         raise InputError(f"{source}: not an lnnet/1 object")
@@ -287,8 +318,8 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
         raise fail("meta", "must be an object")
     if "widths" in requires and obj.get("width") is None:
         width = None
-    else:
-        width = integer("width", MAX_WIDTH)
+    else:  # a grouped layer may be wider: each of its groups is a LayerNorm of at most MAX_WIDTH
+        width = integer("width", MAX_GROUPED_WIDTH if "groups" in requires else MAX_WIDTH)
     norms = tuple(norm(a, f"layers[{i}]") for i, a in enumerate(layers))
     fields = dict(
         input_dim=integer("input_dim", MAX_INPUT_DIM),
@@ -447,7 +478,12 @@ MAX_DEPTH = 10_000
 """Most LayerNorm layers in a net that is read."""
 
 MAX_WIDTH = 1_000
-"""Largest width or number of classes of a net that is read."""
+"""Largest width or number of classes of a net that is read (of a LayerNorm: with
+``requires: ["groups"]``, of each group)."""
+
+MAX_GROUPED_WIDTH = 1_000_000
+"""Largest width of a net read with ``requires: ["groups"]`` (LN-G layers, each group at most
+:data:`MAX_WIDTH`; the file's size limit bounds the weights)."""
 
 MAX_INPUT_DIM = 100_000
 """Largest input dimension of a net that is read (``certify`` refuses wider data: its net could

@@ -8,7 +8,9 @@ point, with every weight rounded to the backend's precision:
 * ``"torch-float64"``, ``"torch-float32"``: PyTorch's own modules, the net as
   :func:`to_torch` gives it (``torch.nn.Linear`` for each affine map,
   ``torch.nn.LayerNorm(n_l, eps)`` for each LayerNorm, with the layer's gain
-  and bias if it has them), available when ``import torch`` works.
+  and bias if it has them; ``torch.nn.GroupNorm(g, n_l, eps)`` for an LN-G layer
+  of ``g`` groups, which on ``(batch, n_l)`` inputs is exactly LN-G), available
+  when ``import torch`` works.
 
 Overflow or NaN in a forward pass makes the affected points wrong (a NaN or
 infinite score is not the net's value) and raises no warning, NumPy's or
@@ -19,6 +21,7 @@ they never certify one.  PyTorch is optional (``pip install
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from collections.abc import Callable
@@ -109,22 +112,23 @@ def affine_arrays(a: Affine[Any], dt: type = np.float64) -> tuple[np.ndarray, np
     return W.reshape(a.shape), _vector(a.b, dt)
 
 
-Layer = tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]
-"""A layer's ``(W, b, gain, bias)`` in floats (:func:`layer_arrays`)."""
+Layer = tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, int]
+"""A layer's ``(W, b, gain, bias, groups)`` in floats (:func:`layer_arrays`)."""
 
 
 def layer_arrays(net: LNNet[Any], i: int, dt: type = np.float64) -> Layer:
-    """Layer ``i``'s (0-based) weights and bias and its LayerNorm's gain and bias (None
-    where absent), in ``dt``."""
+    """Layer ``i``'s (0-based) weights and bias, its LayerNorm's gain and bias (None
+    where absent), in ``dt``, and its number of groups (1: LayerNorm)."""
     norm = net.norm(i)
     gain, bias = (None if v is None else _vector(v, dt) for v in (norm.gain, norm.bias))
-    return (*affine_arrays(net.layers[i], dt), gain, bias)
+    return (*affine_arrays(net.layers[i], dt), gain, bias, norm.groups)
 
 
 def run_layer(h: np.ndarray, layer: Layer, eps: Any) -> np.ndarray:
-    """One layer as the NumPy backends run it: ``LN(W h + b)``, then the gain and the bias."""
-    W, b, gain, bias = layer
-    h = layer_norm(product(h, W) + b, eps)
+    """One layer as the NumPy backends run it: ``LN(W h + b)`` (in groups for LN-G), then
+    the gain and the bias."""
+    W, b, gain, bias, groups = layer
+    h = layer_norm(product(h, W) + b, eps, groups)
     if gain is not None:
         h = h * gain
     if bias is not None:
@@ -154,8 +158,11 @@ def torch_sequential(net: LNNet[Any], dtype: str, finite: bool = True) -> torch.
 
     One ``torch.nn.Linear`` per affine map, each followed (except the readout) by
     ``torch.nn.LayerNorm(n_l, eps=float(net.eps))``, with ``elementwise_affine`` and ``bias``
-    set as the layer's :class:`~lncapacity.model.Norm` has them.  The weights are the exact
-    ones rounded to float64 and then to ``dtype``; on the CPU, in eval mode, without
+    set as the layer's :class:`~lncapacity.model.Norm` has them; an LN-G layer of ``g``
+    groups by ``torch.nn.GroupNorm(g, n_l, eps=float(net.eps))`` (``affine`` when the layer
+    has a gain or a bias; a missing gain is written as ones, a missing bias as
+    ``bias=False`` where this PyTorch's GroupNorm takes it, else as zeros).  The weights are
+    the exact ones rounded to float64 and then to ``dtype``; on the CPU, in eval mode, without
     gradients; the global random state is left untouched.  A weight or ``eps`` beyond the
     range of ``dtype`` is an :class:`InputError` naming it (``finite=False``: it becomes
     ``±inf``, as the float backends run it).
@@ -175,7 +182,21 @@ def torch_sequential(net: LNNet[Any], dtype: str, finite: bool = True) -> torch.
             lin.bias.copy_(tensor(a.b, f"{where}.b"))
         return lin
 
-    def layer_norm(n: int, norm: Norm[Any], where: str) -> torch.nn.LayerNorm:
+    def group_norm(n: int, norm: Norm[Any], where: str) -> torch.nn.GroupNorm:
+        affine = not norm.is_identity
+        # a gain alone: GroupNorm(bias=False) where this torch has it, else a zero bias
+        no_bias = {"bias": False} if affine and norm.bias is None and _group_norm_bias(nn) else {}
+        gn = nn.GroupNorm(norm.groups, n, eps=eps, affine=affine, dtype=tdt, **no_bias)
+        if affine:
+            with torch.no_grad():
+                gn.weight.copy_(tensor(norm.gain or [1] * n, f"{where}.ln.gain"))
+                if gn.bias is not None:
+                    gn.bias.copy_(tensor(norm.bias or [0] * n, f"{where}.ln.bias"))
+        return gn
+
+    def layer_norm(n: int, norm: Norm[Any], where: str) -> torch.nn.Module:
+        if norm.groups != 1:
+            return group_norm(n, norm, where)
         affine = not norm.is_identity
         ln = nn.LayerNorm(
             n, eps=eps, elementwise_affine=affine, bias=norm.bias is not None, dtype=tdt
@@ -199,12 +220,19 @@ def torch_sequential(net: LNNet[Any], dtype: str, finite: bool = True) -> torch.
     return nn.Sequential(*modules).eval().requires_grad_(False)
 
 
+def _group_norm_bias(nn: Any) -> bool:
+    """Whether this PyTorch's ``nn.GroupNorm`` takes ``bias=False`` (an affine part without
+    a bias, as ``nn.LayerNorm`` has it)."""
+    return "bias" in inspect.signature(nn.GroupNorm).parameters
+
+
 def to_torch(net: LNNet[Any], dtype: str = "float64", finite: bool = True) -> torch.nn.Sequential:
     """``net`` as a ``torch.nn.Sequential`` of PyTorch's own modules, in ``dtype``.
 
     One ``torch.nn.Linear`` per affine map, each followed (except the readout) by
     ``torch.nn.LayerNorm(n_l, eps=float(net.eps))`` (``elementwise_affine`` only
-    when the layer has a gain or bias); so ``2 * net.depth + 1`` modules.  The
+    when the layer has a gain or bias), or ``torch.nn.GroupNorm(g, n_l, eps)`` for an
+    LN-G layer; so ``2 * net.depth + 1`` modules.  The
     weights are the exact ones rounded to ``dtype`` (``"float64"`` or
     ``"float32"``; through float64, exactly as the NumPy backend rounds them), on
     the CPU; the global random state is left untouched.  The module maps a
@@ -258,9 +286,23 @@ def _predict(net: LNNet[Any], X: Any, backend: str) -> np.ndarray:
 register_predictor("float", _predict)
 
 
-def layer_norm(Y: np.ndarray, eps: Any) -> np.ndarray:
+def layer_norm(Y: np.ndarray, eps: Any, groups: int = 1) -> np.ndarray:
     """LayerNorm over the last axis of ``Y`` as the NumPy backends compute it (biased
-    variance, ``eps`` inside the square root), in ``Y``'s dtype."""
+    variance, ``eps`` inside the square root), in ``Y``'s dtype; with ``groups > 1``
+    (LN-G) over each of ``groups`` contiguous groups of the last axis, each group's mean and
+    variance summed left to right (NumPy's reductions over many short groups are slow)."""
+    if groups != 1:  # each group's sums left to right, vectorised over points and groups
+        shape = Y.shape
+        k = shape[-1] // groups
+        Z = Y.reshape(*shape[:-1], groups, k)
+        total = Z[..., 0].copy()
+        for j in range(1, k):
+            total += Z[..., j]
+        C = Z - (total / k)[..., None]
+        sq = C[..., 0] * C[..., 0]
+        for j in range(1, k):
+            sq += C[..., j] * C[..., j]
+        return (C / np.sqrt(sq / k + eps)[..., None]).reshape(shape)
     Y = Y - Y.mean(axis=-1, keepdims=True)
     return Y / np.sqrt((Y * Y).mean(axis=-1, keepdims=True) + eps)
 

@@ -2,7 +2,9 @@
 
 * :func:`from_torch` reads an ``nn.Sequential`` of ``nn.Linear`` and
   ``nn.LayerNorm`` modules (any widths, with or without the elementwise gain
-  and bias, any ``eps``) as an exact :class:`~lncapacity.model.LNNet`.  Every
+  and bias, any ``eps``) as an exact :class:`~lncapacity.model.LNNet`, and
+  ``nn.GroupNorm(g, n)`` modules too: on ``(batch, n)`` inputs GroupNorm is exactly
+  LN-G (LayerNorm in ``g`` groups, per-feature affine; :mod:`lncapacity.model`).  Every
   float32, float64, bfloat16 or float16 weight is a dyadic rational, and it is
   read as exactly that rational (through float64, which holds every value of
   those formats exactly), so the imported net is the trained net's function in
@@ -12,8 +14,9 @@
   imported from PyTorch comes back as the modules it came from, with the same
   weights bit for bit, so the same float outputs.
 * :func:`to_onnx` writes an ONNX model (``Gemm`` and ``LayerNormalization``,
-  opset 17), checked with onnxruntime in the tests (``pip install
-  'lncapacity[onnx]'``).
+  opset 17; an LN-G layer as ``Reshape``, ``LayerNormalization``, ``Reshape``, then its
+  gain and bias as ``Mul`` and ``Add``), checked with onnxruntime in the tests (``pip
+  install 'lncapacity[onnx]'``).
 
 Normal form.  The model is ``h_l = g_l * LN(W_l h_{l-1} + b_l) + beta_l`` and
 a readout (:mod:`lncapacity.model`), so a Sequential is read as follows:
@@ -26,7 +29,10 @@ inputs and ``nn.Dropout`` in eval mode are identities and are skipped; a
 ``Dropout`` in training mode is random and is refused (call ``model.eval()``).
 Anything else (ReLU, RMSNorm, ...) is refused with one line naming it: an
 LN-Net has no other nonlinearity.  ``RMSNorm`` does not centre, and no
-LayerNorm computes it, so it does not fit the model.
+LayerNorm computes it, so it does not fit the model.  A ``GroupNorm`` reads as an
+LN-G layer (``GroupNorm(1, n)`` as a LayerNorm, which :func:`to_torch` writes as
+``nn.LayerNorm``: the same function with the same weights); its input is ``(batch, n)``,
+as a Linear gives it.
 
 LayerNorm gains and biases are kept as they are (``Norm``): folding them into
 the next map is exact in rationals (:meth:`~lncapacity.model.LNNet.folded`,
@@ -72,7 +78,7 @@ __all__ = [
 TORCH_DTYPES = ("float64", "float32", "bfloat16", "float16")
 """The dtypes :func:`to_torch` writes (weights rounded from the exact values, through float64)."""
 
-SAFE_MODULES = ("Sequential", "Linear", "LayerNorm", "Identity", "Dropout", "Flatten")
+SAFE_MODULES = ("Sequential", "Linear", "LayerNorm", "GroupNorm", "Identity", "Dropout", "Flatten")
 """The ``torch.nn`` classes :func:`load_torch` lets ``torch.load(weights_only=True)`` rebuild."""
 
 
@@ -94,10 +100,10 @@ MAX_COMPOSE_PRODUCTS = 10**7
 """Most exact products spent composing consecutive ``Linear`` maps (about 10 s)."""
 
 
-def _limits() -> tuple[int, int, int]:
-    from .fileformat import MAX_DEPTH, MAX_INPUT_DIM, MAX_WIDTH
+def _limits() -> tuple[int, int, int, int]:
+    from .fileformat import MAX_DEPTH, MAX_GROUPED_WIDTH, MAX_INPUT_DIM, MAX_WIDTH
 
-    return MAX_DEPTH, MAX_INPUT_DIM, MAX_WIDTH
+    return MAX_DEPTH, MAX_INPUT_DIM, MAX_WIDTH, MAX_GROUPED_WIDTH
 
 
 def _shape(t: Any, where: str, dims: int) -> tuple[int, ...]:
@@ -208,14 +214,17 @@ def _plan(model: Any, name: str) -> list[tuple[str, Any, str, dict[str, Any]]]:
 
     Types, shapes and values of the modules' attributes, the chain of dimensions, and the limits
     (:data:`~lncapacity.fileformat.MAX_WIDTH`, ``MAX_INPUT_DIM``, ``MAX_DEPTH``,
-    :data:`MAX_IMPORT_NUMBERS`, :data:`MAX_COMPOSE_PRODUCTS`) from the tensors' shapes alone.
-    Returns ``(where, module, kind, checked attributes)`` for the Linear and LayerNorm modules
-    and the skipped ones, in order.
+    :data:`MAX_IMPORT_NUMBERS`, :data:`MAX_COMPOSE_PRODUCTS`; with GroupNorm modules, widths
+    up to ``MAX_GROUPED_WIDTH``, each group at most ``MAX_WIDTH``) from the tensors' shapes
+    alone.  Returns ``(where, module, kind, checked attributes)`` for the Linear, LayerNorm and
+    GroupNorm modules and the skipped ones, in order.
     """
     torch = import_torch()
     nn = torch.nn
-    max_depth, max_input_dim, max_width = _limits()
+    max_depth, max_input_dim, max_width, max_grouped = _limits()
     mods = _modules(model, name) if isinstance(model, nn.Sequential) else [("", model)]
+    # a net with LN-G layers may be wider (as its file may): each group is a LayerNorm
+    max_features = max_grouped if any(isinstance(m, nn.GroupNorm) for _, m in mods) else max_width
     plan: list[tuple[str, Any, str, dict[str, Any]]] = []
     dim: int | None = None
     input_dim: int | None = None
@@ -238,11 +247,11 @@ def _plan(model: Any, name: str) -> list[tuple[str, Any, str, dict[str, Any]]]:
             input_dim = n
         dim = n
 
-    def width(n: int, where: str, what: str) -> None:
+    def width(n: int, where: str, what: str, limit: int = max_width) -> None:
         if n < 1:
             raise InputError(f"{where}: {what} {n}; at least 1 is needed")
-        if n > max_width:
-            raise InputError(f"{where}: {what} {n}, beyond the limit of {max_width}")
+        if n > limit:
+            raise InputError(f"{where}: {what} {n}, beyond the limit of {limit}")
 
     def count(rows: int, cols: int, extra: int, where: str) -> None:
         nonlocal numbers
@@ -258,7 +267,7 @@ def _plan(model: Any, name: str) -> list[tuple[str, Any, str, dict[str, Any]]]:
         if isinstance(m, nn.Linear):
             in_f = _int_attr(m, "in_features", where)
             out_f = _int_attr(m, "out_features", where)
-            width(out_f, where, "out_features")
+            width(out_f, where, "out_features", max_features)
             if in_f < 1:
                 raise InputError(f"{where}: in_features {in_f}; at least 1 is needed")
             W = _attr(m, "weight", where)
@@ -309,6 +318,37 @@ def _plan(model: Any, name: str) -> list[tuple[str, Any, str, dict[str, Any]]]:
             eps.add(e)
             pending = None
             plan.append((where, m, "LayerNorm", {"weight": gain, "bias": bias, "n": n}))
+        elif isinstance(m, nn.GroupNorm):
+            g = _int_attr(m, "num_groups", where)
+            n = _int_attr(m, "num_channels", where)
+            width(n, where, "num_channels", max_features)
+            if g < 1 or n % g:
+                raise InputError(f"{where}: {g} groups do not divide {n} channels evenly")
+            if n // g < 2:
+                raise InputError(f"{where}: normalizes groups of a single feature (always 0)")
+            width(n // g, where, "group width")
+            e = _real_attr(m, "eps", where, 0.0)
+            affine = _attr(m, "affine", where)
+            if not isinstance(affine, bool):
+                raise InputError(f"{where}: affine is {_shown(affine)}, not True or False")
+            gain, bias = _attr(m, "weight", where), _attr(m, "bias", where)
+            if affine and gain is None:  # a bias may be missing: GroupNorm(..., bias=False)
+                raise InputError(f"{where}: affine, but without its weight")
+            if not affine and (gain is not None or bias is not None):
+                raise InputError(f"{where}: not affine, but with a weight or a bias")
+            for part, t in (("weight", gain), ("bias", bias)):
+                if t is not None and _shape(t, f"{where}.{part}", 1) != (n,):
+                    raise InputError(f"{where}.{part}: shape {list(t.shape)}, but [{n}] is needed")
+            need(n, where)
+            depth += 1
+            if depth > max_depth:
+                raise InputError(f"{where}: more than {max_depth} LayerNorms, beyond the limit")
+            rows, cols = pending if pending is not None else (n, n)
+            count(rows, cols, 2 * n, where)
+            eps.add(e)
+            pending = None
+            parts = {"weight": gain, "bias": bias, "n": n, "groups": g}
+            plan.append((where, m, "GroupNorm", parts))
         elif isinstance(m, nn.Identity):
             plan.append((where, m, "skip", {}))
         elif isinstance(m, nn.Flatten):
@@ -336,7 +376,8 @@ def _plan(model: Any, name: str) -> list[tuple[str, Any, str, dict[str, Any]]]:
             )
         else:
             raise InputError(
-                f"{where}: not supported (an LN-Net has Linear and LayerNorm modules only)"
+                f"{where}: not supported (an LN-Net has Linear and LayerNorm (or GroupNorm) "
+                "modules only)"
             )
     if dim is None:
         raise InputError(f"{name}: no Linear or LayerNorm module to read")
@@ -344,6 +385,7 @@ def _plan(model: Any, name: str) -> list[tuple[str, Any, str, dict[str, Any]]]:
         raise InputError(f"{name}: LayerNorms with different eps {sorted(eps)}; one eps is needed")
     rows, cols = pending if pending is not None else (dim, dim)
     count(rows, cols, 0, f"{name}: the readout")
+    width(rows, f"{name}: the readout", "outputs")  # the classes of a file: at most MAX_WIDTH
     return plan
 
 
@@ -405,7 +447,7 @@ def from_torch(
             a = Affine(tuple(map(tuple, W)), tuple(b))
             pending = a if pending is None else _compose(a, pending)
             dim = len(W)
-        elif kind == "LayerNorm":
+        elif kind in ("LayerNorm", "GroupNorm"):
             n = parts["n"]
             eps.add(float(m.eps))
             gain = bias = None
@@ -417,7 +459,7 @@ def from_torch(
                 bias = tuple(_exact_tensor(parts["bias"], f"{where}.bias"))
                 bias = None if all(c == 0 for c in bias) else bias
             layers.append(pending if pending is not None else _identity(n))
-            norms.append(Norm(gain, bias))
+            norms.append(Norm(gain, bias, parts.get("groups", 1)))
             pending = None
             dim = n
         read.append(type(m).__name__)
@@ -475,7 +517,8 @@ def from_state_dict(
     """The net of a ``state_dict`` of an ``nn.Sequential`` of Linear and LayerNorm modules.
 
     Keys are ``"<i>.weight"`` and ``"<i>.bias"`` (``i < MAX_MODULES``).  ``spec`` lists the
-    module kinds in order (``"Linear"``, ``"LayerNorm"``, ``"Dropout"``, ``"Identity"``); without
+    module kinds in order (``"Linear"``, ``"LayerNorm"``, ``"GroupNorm:G"`` for a GroupNorm of
+    ``G`` groups, ``"Dropout"``, ``"Identity"``); without
     it the kinds are read off the tensors (a 2-D weight is a Linear, a 1-D one a
     LayerNorm), which needs every module to have weights.  ``eps`` is the
     LayerNorms' (a state dict does not hold it; torch's default is ``1e-5``).
@@ -567,13 +610,36 @@ def from_state_dict(
                 device="meta",
             )
             dim = n
+        elif kind.startswith("GroupNorm"):
+            g = _spec_groups(kind, where)
+            w = e.get("weight", e.get("bias"))
+            if w is not None and w.dim() != 1:
+                raise InputError(f"{where}: needs a 1-D weight")
+            n = w.shape[0] if w is not None else dim
+            if n is None:
+                raise InputError(f"{where}: its width is unknown (no weights, nothing before)")
+            if "bias" in e and "weight" not in e:
+                raise InputError(f"{where}: a bias without a gain: not a torch GroupNorm")
+            if n % g or n // g < 2:
+                raise InputError(f"{where}: {g} groups of {n} channels (groups of 2 or more)")
+            dt = w.dtype if w is not None else torch.float32
+            # newer PyTorch has GroupNorm(bias=False); in older ones a GroupNorm has both or neither
+            no_bias = {"bias": False} if "weight" in e and "bias" not in e else {}
+            try:
+                m = nn.GroupNorm(
+                    g, n, eps=eps, affine="weight" in e, dtype=dt, device="meta", **no_bias
+                )
+            except TypeError:
+                raise InputError(f"{where}: a weight without a bias (not in this torch)") from None
+            dim = n
         elif kind in ("Dropout", "Identity"):
             m = nn.Identity()
             if e:
                 raise InputError(f"{where}: has weights")
         else:
             raise InputError(
-                f"{where}: not supported (an LN-Net has Linear and LayerNorm modules only)"
+                f"{where}: not supported (an LN-Net has Linear and LayerNorm modules only; "
+                "GroupNorm:G for a GroupNorm of G groups)"
             )
         try:
             m.load_state_dict(e, strict=True, assign=True)
@@ -582,6 +648,17 @@ def from_state_dict(
             raise InputError(f"{where}: {first}") from None
         modules.append(m)
     return from_torch(nn.Sequential(*modules).eval(), name=name)
+
+
+_SPEC_GROUPS = re.compile(r"GroupNorm:([1-9][0-9]{0,6})")
+
+
+def _spec_groups(kind: str, where: str) -> int:
+    """The ``G`` of a ``--spec`` kind ``GroupNorm:G``."""
+    match = _SPEC_GROUPS.fullmatch(kind)
+    if match is None:
+        raise InputError(f"{where}: a GroupNorm is given as GroupNorm:G, G its number of groups")
+    return int(match[1])
 
 
 MAX_TORCH_FILE_BYTES = 128 << 20
@@ -663,7 +740,8 @@ def _unpickling_reason(err: Exception) -> str:
                 glob = found[1].strip().strip("`'\"<>").removeprefix("class ").strip("'")
                 return (
                     f"it pickles {glob}, which is not an LN-Net module (this tool loads only "
-                    "tensors, Sequential, Linear, LayerNorm, Identity, Dropout and Flatten, "
+                    "tensors, Sequential, Linear, LayerNorm, GroupNorm, Identity, Dropout and "
+                    "Flatten, "
                     "and never runs a file's code)"
                 )
     lines = [
@@ -750,8 +828,12 @@ def to_onnx(net: LNNet[Any], dtype: str = "float32") -> bytes:
     Each affine map is a ``Gemm`` (``x W^T + b``), each LayerNorm a
     ``LayerNormalization`` (over the last axis, ``epsilon = float(eps)``, scale and
     bias from the layer's :class:`~lncapacity.model.Norm`, ones and zeros when
-    it has none).  ``dtype``: ``"float32"`` or ``"float64"``; the weights are
-    the exact ones rounded to it.  ONNX stores ``epsilon`` as a float32
+    it has none).  An LN-G layer of ``g`` groups (opset 17 has no
+    ``GroupNormalization``, and opset 18's scales each group, not each feature) is
+    ``Reshape`` to ``(m, g, n / g)``, ``LayerNormalization`` over the last axis (scale one,
+    bias zero), ``Reshape`` back to ``(m, n)``, then ``Mul`` by its gain and ``Add`` of its
+    bias (each only when the layer has it).  ``dtype``: ``"float32"`` or ``"float64"``; the
+    weights are the exact ones rounded to it.  ONNX stores ``epsilon`` as a float32
     attribute, so a float64 model adds ``float32(eps)``, not ``eps``.
     """
     try:
@@ -778,11 +860,39 @@ def to_onnx(net: LNNet[Any], dtype: str = "float32") -> bytes:
 
     # ONNX stores epsilon as a float32 attribute
     eps = finite_float(net.eps, "export: eps", "float32")
+
+    def shape(name: str, dims: list[int]) -> str:
+        inits.append(numpy_helper.from_array(np.array(dims, dtype=np.int64), name))
+        return name
+
+    def groups(i: int, n: int, norm: Norm[Any], y: str) -> str:
+        """LN-G: Reshape, LayerNormalization in each group, Reshape, gain and bias."""
+        g, k = norm.groups, n // norm.groups
+        nodes.append(helper.make_node("Reshape", [y, shape(f"g{i}_in", [-1, g, k])], [f"{y}_g"]))
+        one = const(f"g{i}_one", [1] * k, f"layers[{i - 1}].ln")
+        zero = const(f"g{i}_zero", [0] * k, f"layers[{i - 1}].ln")
+        ln = helper.make_node(
+            "LayerNormalization", [f"{y}_g", one, zero], [f"u{i}_g"], axis=-1, epsilon=eps
+        )
+        nodes.append(ln)
+        out = f"u{i}"
+        nodes.append(helper.make_node("Reshape", [f"u{i}_g", shape(f"g{i}_out", [-1, n])], [out]))
+        for op, part in (("Mul", "gain"), ("Add", "bias")):
+            v = getattr(norm, part)
+            if v is not None:
+                c = const(f"ln{i}_{part}", list(v), f"layers[{i - 1}].ln.{part}")
+                nodes.append(helper.make_node(op, [out, c], [f"{out}_{part}"]))
+                out = f"{out}_{part}"
+        return out
+
     x = "x"
     for i, layer in enumerate(net.layers):
         n = len(layer.b)
         gemm(layer, x, f"y{i + 1}", f"layers[{i}]")
         norm = net.norm(i)
+        if norm.groups != 1:
+            x = groups(i + 1, n, norm, f"y{i + 1}")
+            continue
         scale = const(f"ln{i + 1}_gain", list(norm.gain or [1] * n), f"layers[{i}].ln.gain")
         bias = const(f"ln{i + 1}_bias", list(norm.bias or [0] * n), f"layers[{i}].ln.bias")
         nodes.append(

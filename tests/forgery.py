@@ -68,6 +68,8 @@ class Net:
     input_dim: int
     norms: list[tuple[list[Fraction] | None, list[Fraction] | None]] = field(default_factory=list)
     """Each LayerNorm's (gain, bias), lnnet/1.1 "ln-affine"; empty when none has one."""
+    groups: list[int] = field(default_factory=list)
+    """Each layer's number of groups, lnnet/1.1 "groups" (LN-G); empty when none has groups."""
 
 
 def scores(net: Net, x: list[Fraction]) -> list[mpmath.mpf]:
@@ -80,13 +82,17 @@ def scores(net: Net, x: list[Fraction]) -> list[mpmath.mpf]:
                 mpmath.fsum(mp(w) * hj for w, hj in zip(row, h, strict=True)) + mp(bi)
                 for row, bi in zip(W, b, strict=True)
             ]
-            mean = mpmath.fsum(y) / len(y)
-            c = [yi - mean for yi in y]
-            var = mpmath.fsum(ci * ci for ci in c) / len(c)
-            if var + eps == 0:
-                raise Invalid("LayerNorm of a constant vector with eps = 0")
-            s = mpmath.sqrt(var + eps)
-            h = [ci / s for ci in c]
+            g = net.groups[i] if net.groups else 1
+            k = len(y) // g
+            h = []
+            for block in (y[j : j + k] for j in range(0, len(y), k)):  # each group: a LayerNorm
+                mean = mpmath.fsum(block) / len(block)
+                c = [yi - mean for yi in block]
+                var = mpmath.fsum(ci * ci for ci in c) / len(c)
+                if var + eps == 0:
+                    raise Invalid("LayerNorm of a constant vector with eps = 0")
+                s = mpmath.sqrt(var + eps)
+                h += [ci / s for ci in c]
             gain, bias = net.norms[i] if net.norms else (None, None)
             if gain is not None:
                 h = [mp(g) * hj for g, hj in zip(gain, h, strict=True)]
@@ -111,12 +117,13 @@ def true_margin(net: Net, x: list[Fraction], label: Any) -> mpmath.mpf:
 
 
 def oracle_net(obj: Any) -> Net:
-    """An lnnet/1 object, or lnnet/1.1 with LayerNorm gains and biases and algebraic weights,
-    read by the README alone; Invalid if it is not one (or needs another feature)."""
+    """An lnnet/1 object, or lnnet/1.1 with LayerNorm gains and biases, algebraic weights and
+    LayerNorms in groups, read by the manual alone; Invalid if it is not one (or needs another
+    feature)."""
     if not isinstance(obj, dict) or obj.get("format") not in ("lnnet/1", "lnnet/1.1"):
         raise Invalid("not lnnet/1")
     requires = obj.get("requires", []) if obj["format"] == "lnnet/1.1" else []
-    if not isinstance(requires, list) or not set(requires) <= {"ln-affine", "algebraic"}:
+    if not isinstance(requires, list) or not set(requires) <= {"ln-affine", "algebraic", "groups"}:
         raise Invalid("requires")
     radicals = oracle_radicals(obj.get("radicals")) if "algebraic" in requires else None
     if radicals is None and "radicals" in obj:
@@ -162,6 +169,14 @@ def oracle_net(obj: Any) -> Net:
             raise Invalid("ln shape")
         return tuple(None if v is None else [number(x) for x in v] for v in parts)  # type: ignore
 
+    def groups(a: dict) -> int:
+        if "groups" not in a:
+            return 1
+        g = a["groups"]
+        if "groups" not in requires or type(g) is not int or g < 1 or n % g or n // g < 2:
+            raise Invalid("groups")
+        return g
+
     layers = obj.get("layers")
     if not isinstance(layers, list):
         raise Invalid("layers")
@@ -172,11 +187,13 @@ def oracle_net(obj: Any) -> Net:
         out.append(affine(a, n, fan_in))
         fan_in = n
     norms = [norm(a) for a in layers]
+    gs = [groups(a) for a in layers]
     eps = number(obj.get("eps"))
     if eps < 0:
         raise Invalid("eps")
     R = affine(obj.get("readout"), len(classes), fan_in)
-    return Net(out, R, eps, classes, n, d, norms if any(map(any, norms)) else [])
+    grouped = gs if any(g != 1 for g in gs) else []
+    return Net(out, R, eps, classes, n, d, norms if any(map(any, norms)) else [], grouped)
 
 
 def oracle_radicals(entries: Any) -> list[mpmath.mpf]:
@@ -676,20 +693,101 @@ def net_campaign(
     seed: int = 0,
     verify: Callable[[str, Any], bool] = verify_net_text,
     sink: list | None = None,
+    grouped: bool = False,
 ) -> Tally:
     """Mutate nets built for random sets; ``verify`` each, and let the oracle judge every
-    acceptance.  ``sink`` collects ``(text, X, y, accepted, kind)`` of every mutation."""
+    acceptance.  ``sink`` collects ``(text, X, y, accepted, kind)`` of every mutation.
+    ``grouped``: the nets made LN-G (:func:`grouped_net_bases`, :func:`mutate_grouped_net`)."""
     rng = random.Random(seed)
-    built = net_bases(rng)
+    built = grouped_net_bases(rng) if grouped else net_bases(rng)
+    mutate = mutate_grouped_net if grouped else mutate_net
     tally = Tally()
     for _ in range(mutations):
         d, X, y, points = rng.choice(built)
-        text, kind = mutate_net(d, rng)
+        text, kind = mutate(d, rng)
         accepted = verify(text, points)
         tally.add(kind, accepted, lambda text=text, X=X, y=y: _true_net_text(text, X, y))
         if sink is not None:
             sink.append((text, X, y, accepted, kind))
     return tally
+
+
+def grouped(net: Any) -> Any:
+    """The LN-Net ``net`` as an LN-G net of twice the width, computing exactly what it does.
+
+    Every layer becomes two groups: the layer itself, and the layer times ``c`` (2 when
+    ``eps = 0``: ``LN(2 y) = LN(y)``; 1 otherwise, a copy), so both groups output ``h``; the
+    next map reads the mean of the two copies (``[W/2, W/2]``), as does the readout.  Made
+    plain (one group of six), the same weights compute another function.
+    """
+    from flint import fmpq
+
+    from lncapacity.model import Affine, LNNet, Norm
+
+    c = fmpq(2) if net.eps == 0 else fmpq(1)
+    half = fmpq(1, 2)
+    layers = []
+    for i, a in enumerate(net.layers):
+        W = a.W if i == 0 else tuple(tuple(w * half for w in row) * 2 for row in a.W)
+        layers.append(
+            Affine(
+                tuple(W) + tuple(tuple(w * c for w in row) for row in W),
+                tuple(a.b) + tuple(v * c for v in a.b),
+                a.meta,
+            )
+        )
+    R = net.readout
+    readout = Affine(tuple(tuple(w * half for w in row) * 2 for row in R.W), R.b, R.meta)
+    width = 2 * net.width
+    norms = tuple(Norm(groups=2) for _ in layers)
+    return LNNet(net.input_dim, width, net.eps, tuple(layers), readout, net.classes, {}, norms)
+
+
+def grouped_net_bases(rng: random.Random, count: int = 4) -> list[tuple[dict, list, list, Any]]:
+    """Nets built for random sets (both methods, eps 0 and 1e-5), made LN-G by :func:`grouped`:
+    (lnnet/1.1 object, X, y, points)."""
+    import lncapacity
+    from lncapacity import fileformat
+
+    built: list[tuple[dict, list, list, Any]] = []
+    while len(built) < count:
+        i = len(built)
+        ((X, y),) = random_sets(rng, 1)
+        method = ("runs", "pma")[i % 2]
+        eps = ("0", "1/100000")[(i // 2) % 2]
+        net = lncapacity.build(X, y, eps=eps, method=method)
+        if net.depth:  # a linear separation has no layer to group
+            d = fileformat.to_dict(grouped(net))
+            built.append((d, X, y, lncapacity.points_from_arrays(X, y)))
+    return built
+
+
+GROUP_KINDS = ["groups-value", "groups-drop", "requires-drop", "groups-swap", "groups-ln"]
+
+
+def mutate_grouped_net(d: dict, rng: random.Random) -> tuple[str, str]:
+    """A mutated copy of the LN-G net ``d`` (lnnet/1.1, "groups"): half the time a mutation of
+    its groups, else one of :func:`mutate_net`'s."""
+    if rng.random() < 0.5:
+        return mutate_net(d, rng)
+    d = json.loads(json.dumps(d))
+    kind = rng.choice(GROUP_KINDS)
+    layer = rng.choice(d["layers"])
+    if kind == "groups-value":  # a number of groups that fits, or does not, or is no number
+        layer["groups"] = rng.choice([1, 3, 6, 4, 0, -2, "2", True, 2.0, None, [2]])
+    elif kind == "groups-drop":  # LayerNorm over the whole layer
+        del layer["groups"]
+    elif kind == "requires-drop":
+        d["requires"].remove("groups")
+    elif kind == "groups-swap":  # the two groups' rows exchanged
+        k = len(layer["b"]) // 2
+        layer["W"] = layer["W"][k:] + layer["W"][:k]
+        layer["b"] = layer["b"][k:] + layer["b"][:k]
+    else:  # a gain on one group only: the two copies no longer agree
+        d["requires"] = sorted({*d["requires"], "ln-affine"})
+        n = len(layer["b"])
+        layer["ln"] = {"gain": ["2"] * (n // 2) + ["1"] * (n - n // 2)}
+    return json.dumps(d), kind
 
 
 def _true_net_text(text: str, X: list, y: list) -> bool:

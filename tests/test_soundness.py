@@ -38,6 +38,21 @@ def test_no_forged_net_is_accepted():
     assert len(tally.kinds) >= 15  # every kind of mutation was tried
 
 
+def test_no_forged_grouped_net_is_accepted():
+    """LN-G nets (issue 30): built nets made grouped (forgery.grouped), mutated in their groups
+    (numbers that fit or not, dropped, swapped, a gain on one group, requires without
+    "groups") and as any net; the oracle evaluates each group as a LayerNorm of its own."""
+    tally = forgery.net_campaign(300, seed=17, grouped=True)
+    _report("grouped nets", tally)
+    assert tally.forgeries == []
+    assert tally.tried == 300 and tally.rejected > 100 and tally.accepted_true > 10
+    assert set(forgery.GROUP_KINDS) <= set(tally.kinds)
+    lax = forgery.net_campaign(300, seed=5, grouped=True, verify=lambda text, points: True)
+    assert {"groups-drop", "groups-ln", "groups-value", "requires-drop"} <= set(lax.forgeries)
+    for d, X, y, _ in forgery.grouped_net_bases(__import__("random").Random(5)):
+        assert d["requires"] == ["groups"] and forgery.net_is_true(d, X, y)
+
+
 def test_no_forged_shattering_certificate_is_accepted():
     tally = forgery.shatter_campaign(300, seed=13)
     _report("shattering certificates", tally)
@@ -104,6 +119,38 @@ def test_ten_thousand_mutations_no_forgery():
     _report("shattering certificates", certs)
     assert nets.tried + certs.tried >= 10_000
     assert nets.forgeries == [] and certs.forgeries == []
+
+
+@pytest.mark.slow
+def test_two_thousand_grouped_mutations_no_forgery():
+    grouped = forgery.net_campaign(2_000, seed=2024, grouped=True)
+    _report("grouped nets", grouped)
+    assert grouped.forgeries == []
+
+
+def test_grouped_nets_through_the_command_line(tmp_path):
+    """verify's exit code on forged LN-G nets agrees with the library's verdict (0 iff
+    accepted), with one line and no traceback when it refuses."""
+    nets: list = []
+    forgery.net_campaign(60, seed=21, sink=nets, grouped=True)
+    pick = [n for n in nets if n[3]][:2] + [n for n in nets if not n[3] and "groups" in n[4]][:4]
+    assert len(pick) == 6
+    for i, (text, X, y, accepted, kind) in enumerate(pick):
+        (tmp_path / f"n{i}.json").write_text(text, encoding="utf-8")
+        rows = "".join(",".join(map(str, x)) + f",{label}\n" for x, label in zip(X, y, strict=True))
+        header = ",".join(f"x{j}" for j in range(len(X[0]))) + ",label\n"
+        (tmp_path / f"d{i}.csv").write_text(header + rows)
+        args = ["verify", f"n{i}.json", f"d{i}.csv", "--float", "float64", "--quiet"]
+        p = subprocess.run(
+            [sys.executable, "-m", "lncapacity", *args],
+            cwd=tmp_path,
+            env=ENV,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert p.returncode == (0 if accepted else 2), (kind, p.stderr)
+        assert "Traceback" not in p.stderr
 
 
 def test_the_forger_leaves_valid_json_for_most_net_mutations():

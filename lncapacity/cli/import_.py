@@ -21,9 +21,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "import",
         help="read a PyTorch LN-Net (nn.Sequential of Linear and LayerNorm) as an exact net",
         description="Read MODEL (torch.save of an nn.Sequential of Linear and LayerNorm "
-        "modules, or of its state_dict) with torch.load(weights_only=True), convert every "
-        "weight exactly, and write it as an lnnet file (lnnet/1, or lnnet/1.1 when it has "
-        "LayerNorm gains or biases or layers of different widths).",
+        "(or GroupNorm) modules, or of its state_dict) with torch.load(weights_only=True), "
+        "convert every weight exactly, and write it as an lnnet file (lnnet/1, or lnnet/1.1 "
+        "when it has LayerNorm gains or biases, layers of different widths or in groups).",
     )
     im.add_argument("model", metavar="MODEL.pt")
     im.add_argument("--out", required=True, metavar="NET.json", help="the lnnet file to write")
@@ -31,7 +31,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--spec",
         metavar="KINDS",
         help="for a state dict: the module kinds in order, comma-separated (Linear, LayerNorm, "
-        "Dropout, Identity); default: read off the weights' shapes",
+        "GroupNorm:G for a GroupNorm of G groups, Dropout, Identity); default: read off the "
+        "weights' shapes",
     )
     im.add_argument(
         "--eps", type=float, default=1e-5, help="for a state dict: the LayerNorms' eps (1e-5)"
@@ -79,6 +80,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         "eps": str(net.eps),
         "eps_float": json_float(to_float(net.eps)),
         "layernorm_affine": [not net.norm(i).is_identity for i in range(net.depth)],
+        "groups": list(net.groups),  # of each LayerNorm (1) or GroupNorm (LN-G)
         "dtype": net.meta["torch"]["dtype"],
     }
     if args.json:
@@ -91,7 +93,9 @@ def cmd_import(args: argparse.Namespace) -> int:
             f"{summary['dtype']} weights read exactly\n"
             f"net: input {net.input_dim}, widths {widths}, depth {net.depth}, "
             f"{len(net.classes)} outputs, eps {to_float(net.eps):g}, "
-            f"{affine} LayerNorms with gain/bias ({doc['format']})\n"
+            f"{affine} LayerNorms with gain/bias"
+            + (f", groups {'-'.join(map(str, net.groups))}" if net.grouped else "")
+            + f" ({doc['format']})\n"
             f"wrote {args.out}"
         )
     return EXIT_OK

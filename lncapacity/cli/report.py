@@ -51,6 +51,10 @@ def check_float_options(args: argparse.Namespace) -> None:
 REFINE_DEPTH = 64
 """Nets up to this depth get their worst float rows re-bounded in balls (``max_ulps``)."""
 
+REFINE_WIDTH = 1_000
+"""... and up to this width (every net but wide LN-G ones: balls of 15,000 features cost about
+0.1 s a row, and the refinement takes up to 256 rows per backend)."""
+
 
 def check_and_report(
     args: argparse.Namespace,
@@ -74,7 +78,8 @@ def check_and_report(
 
     # balls at 128 bits tighten the ulp count of shallow nets; deep nets' interval scores are
     # already tight (interval.scalar_range) and balls would cost more than they gain
-    tighten = refine if net.depth <= REFINE_DEPTH else None
+    cheap = net.depth <= REFINE_DEPTH and max(net.widths, default=0) <= REFINE_WIDTH
+    tighten = refine if cheap else None
     checks = [floats.check(net, points, b, exact, tighten) for b in backends]
     if cert.all_certified:
         files = []

@@ -124,22 +124,30 @@ def fold_maps(
                     zorder=3,
                     gid=f"points-{i}",
                 )
-            s0, g, kk, a1, a2 = layer_constants(
-                net,
-                net.layers[layer - 1].b,
-                rd[layer - 1].col,
-                rd[layer].row,  # type: ignore[union-attr]
-            )
-            if math.isfinite(to_float(s0)):  # beyond the float range: off any axis
-                ax.axvline(to_float(s0), color="black", linestyle="--", linewidth=1, gid="centre")
-            if a1 != 0 and g != 0 and a2 != 0 and math.isfinite(to_float(s0 + a2 * kk / (a1 * g))):
-                ax.axvline(
-                    to_float(s0 + a2 * kk / (a1 * g)),
-                    color="black",
-                    linestyle=":",
-                    linewidth=1.5,
-                    gid="fold-point",
+            if net.norm(layer - 1).groups == 1:  # an LN-G layer has no single centre or fold
+                s0, g, kk, a1, a2 = layer_constants(
+                    net,
+                    net.layers[layer - 1].b,
+                    rd[layer - 1].col,
+                    rd[layer].row,  # type: ignore[union-attr]
                 )
+                if math.isfinite(to_float(s0)):  # beyond the float range: off any axis
+                    ax.axvline(
+                        to_float(s0), color="black", linestyle="--", linewidth=1, gid="centre"
+                    )
+                if (
+                    a1 != 0
+                    and g != 0
+                    and a2 != 0
+                    and math.isfinite(to_float(s0 + a2 * kk / (a1 * g)))
+                ):
+                    ax.axvline(
+                        to_float(s0 + a2 * kk / (a1 * g)),
+                        color="black",
+                        linestyle=":",
+                        linewidth=1.5,
+                        gid="fold-point",
+                    )
             bottom = blended_transform_factory(ax.transData, ax.transAxes)
             left = blended_transform_factory(ax.transAxes, ax.transData)
             before, after = _runs_spans(vin, idx), _runs_spans(vout, idx)

@@ -10,7 +10,8 @@ points, and the scatter matrices are formed in balls.  Then
 * LSSR is bounded by :func:`~lncapacity.theory.separability.pencil_bounds` on the
   subspace where the layer's outputs live: every LayerNorm output is
   orthogonal to ``1`` (exactly, whatever ``eps``), so the pencil is taken on a
-  rational basis of ``1^perp``; the readout ``z = R h + r`` sees the hidden
+  rational basis of ``1^perp`` (an LN-G layer's: orthogonal to the indicator of each
+  group, the same in each group); the readout ``z = R h + r`` sees the hidden
   data only through ``range(R P)`` (``P`` the centring projection), a rational
   basis of which is used there.
 
@@ -139,9 +140,27 @@ def _readout_exact(R: np.ndarray, Sw: np.ndarray, St: np.ndarray) -> LayerStats:
     return LayerStats("readout", R.shape[0], ssr_of_scatter(Sw_z, St_z), pencil_exact(Sw_z, St_z))
 
 
-def _centred_basis(n: int) -> list[list[fmpq]]:
-    """``e_i - e_n`` for ``i < n``: a rational basis of ``1^perp`` in ``R^n``."""
-    return [[fmpq(int(j == i)) - fmpq(int(j == n - 1)) for j in range(n)] for i in range(n - 1)]
+def _centred_basis(n: int, groups: int = 1) -> list[list[fmpq]]:
+    """``e_i - e_n`` for ``i < n``: a rational basis of ``1^perp`` in ``R^n``; with ``groups``,
+    ``e_i - e_last`` for every ``i`` but the last of each group (LN-G's outputs)."""
+    k = n // groups
+    return [
+        [fmpq(int(j == i)) - fmpq(int(j == i // k * k + k - 1)) for j in range(n)]
+        for i in range(n)
+        if i % k != k - 1
+    ]
+
+
+def _centring(n: int, groups: int = 1) -> np.ndarray:
+    """The exact projection ``I - 1 1^T / k`` onto the centred vectors of each group."""
+    k = n // groups
+    return np.array(
+        [
+            [fmpq(int(i == j)) - (fmpq(1, k) if i // k == j // k else fmpq(0)) for j in range(n)]
+            for i in range(n)
+        ],
+        dtype=object,
+    )
 
 
 def _column_basis(A: np.ndarray) -> list[list[fmpq]]:
@@ -245,11 +264,7 @@ def _readout(net: LNNet[fmpq], Sw: np.ndarray, St: np.ndarray) -> LayerStats:
     centring projection) and ``D = diag(gain)`` (the identity without a gain)."""
     n = net.widths[-1]
     R = np.array(net.readout.W, dtype=object)
-    P = _gain_matrix(net, net.depth - 1).dot(
-        np.array(
-            [[fmpq(int(i == j)) - fmpq(1, n) for j in range(n)] for i in range(n)], dtype=object
-        )
-    )
+    P = _gain_matrix(net, net.depth - 1).dot(_centring(n, net.groups[-1]))
     Rb = np.vectorize(arb, otypes=[object])(R)
     Sw_z, St_z = congruent(Rb, Sw), congruent(Rb, St)
     zbasis = _column_basis(R.dot(P))
@@ -271,16 +286,27 @@ def _hidden(
         n = len(layer.b)  # this layer's width (widths may differ)
         # LN(y) is orthogonal to 1; the gain maps that plane to D 1^perp (the bias only shifts)
         D = _gain_matrix(net, li - 1)
-        basis = _column_basis(D.dot(np.array(_centred_basis(n), dtype=object).T))
+        g = net.groups[li - 1]
+        basis = _column_basis(D.dot(np.array(_centred_basis(n, g), dtype=object).T))
         W = np.array([[arb(w) for w in row] for row in layer.W], dtype=object)
         b = np.array([arb(v) for v in layer.b], dtype=object)
         Y = object_dot(H, W.T) + b
-        C = Y - (Y.sum(axis=1) / n).reshape(-1, 1)
-        var = (C * C).sum(axis=1) / n + eps
-        if not all(v > 0 for v in var):
-            return [], False  # too few bits (or LN of a constant vector): more precision
-        root = np.array([v.sqrt() for v in var], dtype=object)
-        H = C / root.reshape(-1, 1)
+        if g == 1:
+            C = Y - (Y.sum(axis=1) / n).reshape(-1, 1)
+            var = (C * C).sum(axis=1) / n + eps
+            if not all(v > 0 for v in var):
+                return [], False  # too few bits (or LN of a constant vector): more precision
+            root = np.array([v.sqrt() for v in var], dtype=object)
+            H = C / root.reshape(-1, 1)
+        else:  # LN-G: the same in each group of k
+            k = n // g
+            Y3 = Y.reshape(len(Y), g, k)
+            C3 = Y3 - (Y3.sum(axis=2) / k).reshape(len(Y), g, 1)
+            var3 = (C3 * C3).sum(axis=2) / k + eps
+            if not all(v > 0 for v in var3.ravel()):
+                return [], False
+            root3 = np.vectorize(lambda v: v.sqrt(), otypes=[object])(var3)
+            H = (C3 / root3.reshape(len(Y), g, 1)).reshape(len(Y), n)
         norm = net.norm(li - 1)
         if norm.gain is not None:
             H = H * np.array([arb(g) for g in norm.gain], dtype=object)
