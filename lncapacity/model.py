@@ -14,6 +14,12 @@ PyTorch keep the ones they were trained with.  ``R`` has one row per class, so
 binary and multiclass nets share one shape.  With ``L = 0`` the readout acts on
 ``x`` directly.
 
+**LN-G.** A layer may normalise its ``n_l`` features in ``g_l`` contiguous groups
+of equal size ``n_l / g_l >= 2`` (:attr:`Norm.groups`; ``g_l = 1`` is LayerNorm):
+``LN`` above is then applied to each group on its own, with the same ``eps``
+(:func:`layer_norm`), and the gain and bias stay per feature, as in
+``torch.nn.GroupNorm(g_l, n_l)`` on ``(batch, n_l)`` inputs.
+
 A gain and bias always fold into the next affine map, exactly:
 ``W (g * u + beta) + b = (W diag(g)) u + (W beta + b)`` is an identity of
 rational functions, and every ``h_l`` is followed by an affine map (the next
@@ -69,14 +75,17 @@ class Affine(Generic[T]):
 
 @dataclass(frozen=True)
 class Norm(Generic[T]):
-    """The elementwise affine part of a LayerNorm: ``u -> gain * u + bias``.
+    """How a layer normalises: in ``groups`` groups, then ``u -> gain * u + bias``.
 
     ``None`` stands for the identity part (``gain = 1``, ``bias = 0``), as in
     ``torch.nn.LayerNorm(n, elementwise_affine=False)`` or ``bias=False``.
+    ``groups`` (LN-G): the layer's features are normalised in that many
+    contiguous groups of equal size (at least 2 each); ``1`` is LayerNorm.
     """
 
     gain: tuple[T, ...] | None = None
     bias: tuple[T, ...] | None = None
+    groups: int = 1
 
     def __call__(self, u: Sequence[T]) -> list[T]:
         out = list(u)
@@ -90,11 +99,19 @@ class Norm(Generic[T]):
         return Norm(
             None if self.gain is None else tuple(f(g) for g in self.gain),
             None if self.bias is None else tuple(f(c) for c in self.bias),
+            self.groups,
         )
 
     @property
     def is_identity(self) -> bool:
+        """Whether the elementwise affine part is the identity (no gain, no bias); says
+        nothing of ``groups``."""
         return self.gain is None and self.bias is None
+
+    @property
+    def is_plain(self) -> bool:
+        """Whether this is a plain LayerNorm: no gain, no bias, one group."""
+        return self.is_identity and self.groups == 1
 
 
 def _dot(row: Sequence[T], x: Sequence[T]) -> T:
@@ -104,8 +121,17 @@ def _dot(row: Sequence[T], x: Sequence[T]) -> T:
     return acc
 
 
-def layer_norm(y: Sequence[T], eps: T, sqrt: Callable[[T], T]) -> list[T]:
-    """``(y - mean y) / sqrt(var y + eps)``, biased variance, in ``y``'s number type."""
+def layer_norm(y: Sequence[T], eps: T, sqrt: Callable[[T], T], groups: int = 1) -> list[T]:
+    """``(y - mean y) / sqrt(var y + eps)``, biased variance, in ``y``'s number type.
+
+    With ``groups > 1`` (LN-G) each of the ``groups`` contiguous blocks of ``y`` (of equal
+    size, which ``groups`` must divide) is normalised on its own, with the same ``eps``.
+    """
+    if groups != 1:
+        k = len(y) // groups
+        if groups < 1 or k * groups != len(y):
+            raise ValueError(f"{groups} groups do not divide {len(y)} features")
+        return [v for j in range(0, len(y), k) for v in layer_norm(y[j : j + k], eps, sqrt)]
     n = len(y)
     mean = sum(y[1:], y[0]) / n
     c = [yi - mean for yi in y]
@@ -120,8 +146,8 @@ class LNNet(Generic[T]):
 
     ``width`` is the common width of every layer, or ``None`` when the widths
     differ (then each layer's width is its number of rows; see :attr:`widths`).
-    ``norms`` holds the elementwise affine part of each LayerNorm (one
-    :class:`Norm` per layer), or is empty when no LayerNorm has one.
+    ``norms`` holds the elementwise affine part and the groups of each LayerNorm (one
+    :class:`Norm` per layer), or is empty when every layer is a plain LayerNorm.
     """
 
     input_dim: int
@@ -134,8 +160,8 @@ class LNNet(Generic[T]):
     norms: tuple[Norm[T], ...] = ()
 
     def __post_init__(self) -> None:
-        if self.norms and all(n.is_identity for n in self.norms):
-            object.__setattr__(self, "norms", ())  # one spelling of "no affine part"
+        if self.norms and all(n.is_plain for n in self.norms):
+            object.__setattr__(self, "norms", ())  # one spelling of "plain LayerNorms"
         problems = list(self._shape_problems())
         if problems:
             raise InputError("malformed LN-Net: " + "; ".join(problems))
@@ -146,8 +172,18 @@ class LNNet(Generic[T]):
         return tuple(len(layer.b) for layer in self.layers)
 
     def norm(self, layer: int) -> Norm[T]:
-        """The affine part of LayerNorm ``layer`` (0-based); the identity if it has none."""
+        """The affine part and groups of LayerNorm ``layer`` (0-based); plain if it has none."""
         return self.norms[layer] if self.norms else Norm()
+
+    @property
+    def groups(self) -> tuple[int, ...]:
+        """The number of groups of each layer (1: LayerNorm; more: LN-G)."""
+        return tuple(self.norm(i).groups for i in range(len(self.layers)))
+
+    @property
+    def grouped(self) -> bool:
+        """Whether some layer normalises in more than one group (LN-G)."""
+        return any(n.groups != 1 for n in self.norms)
 
     def _shape_problems(self) -> Iterator[str]:
         if self.input_dim < 1:
@@ -173,6 +209,7 @@ class LNNet(Generic[T]):
                     v = getattr(self.norms[i - 1], part)
                     if v is not None and len(v) != rows:
                         yield f"layer {i}: LayerNorm {part} must have {rows} entries"
+                yield from _group_problems(i, self.norms[i - 1].groups, rows)
             fan_in = rows
         yield from _affine_problems("readout", self.readout, len(self.classes), fan_in)
 
@@ -198,7 +235,8 @@ class LNNet(Generic[T]):
         """The readout ``z`` for one point, in the weights' number type."""
         h = list(x)
         for i, layer in enumerate(self.layers):
-            h = layer_norm(layer(h), self.eps, sqrt)
+            groups = self.norms[i].groups if self.norms else 1
+            h = layer_norm(layer(h), self.eps, sqrt, groups)
             if self.norms and not self.norms[i].is_identity:
                 h = self.norms[i](h)
         return self.readout(h)
@@ -208,9 +246,10 @@ class LNNet(Generic[T]):
 
         ``W (g * u + beta) + b = (W diag(g)) u + (W beta + b)``: exact in the
         weights' number type when it is exact (rationals), so the result computes
-        the same scores for every input.  Layer and net ``meta`` are kept.
+        the same scores for every input.  Layer and net ``meta`` are kept, and so are the
+        layers' groups (LN-G: ``Norm(groups=g)`` without gain or bias).
         """
-        if not self.norms:
+        if all(n.is_identity for n in self.norms):
             return self
         maps = [*self.layers, self.readout]
         for i, norm in enumerate(self.norms):
@@ -229,6 +268,7 @@ class LNNet(Generic[T]):
             maps[-1],
             self.classes,
             self.meta,
+            tuple(Norm(groups=n.groups) for n in self.norms),
         )
 
     def predict(self, X: Any, backend: str = "float64") -> np.ndarray:
@@ -263,6 +303,15 @@ def register_predictor(kind: str, predict: Predictor) -> None:
     if kind not in ("exact", "float"):
         raise ValueError(f"unknown kind of backend {kind!r} (choose from exact, float)")
     _PREDICTORS[kind] = predict
+
+
+def _group_problems(i: int, groups: Any, rows: int) -> Iterator[str]:
+    if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
+        yield f"layer {i}: groups must be a positive integer, got {groups!r}"[:120]
+    elif groups > 1 and rows % groups:
+        yield f"layer {i}: {groups} groups do not divide its width {rows}"
+    elif groups > 1 and rows // groups < 2:
+        yield f"layer {i}: {groups} groups of width {rows} have one feature each (0/0)"
 
 
 def _affine_problems(name: str, a: Affine[Any], rows: int, cols: int) -> Iterator[str]:
