@@ -57,8 +57,9 @@ PI2_8 = fmpq(12338, 10000)
 NEAR_FEWEST = fmpq(1, 8)
 """A direction counts as having the fewest boundaries when it has at most this fraction more
 than the fewest found: among those the one with the most float room is taken."""
-EXTRA_BUDGET = 4_000_000
-"""Projected values (extra random directions times points) spent looking for float room."""
+EXTRA_BUDGET = 12_000_000
+"""Multiply-adds (extra random directions times points times dimensions) spent looking for
+float room."""
 EXTRA_MAX = 512
 """At most this many extra random directions (10-bit dyadic, seeded)."""
 ROOM_TARGET = 4
@@ -127,7 +128,7 @@ def build_ln_g(
         delta=str(steps.delta),
         b2=str(b2),
         margin=_floor4(1 - tails),
-        float={p: room(points, steps, beta, 3 * eps / (2 * S**2), p) for p in UNIT},
+        float=rooms(points, steps, beta, 3 * eps / (2 * S**2)),
     )
     return LNNet(
         points.d,
@@ -167,12 +168,12 @@ def choose_direction(
     labels = np.asarray(y)
     W, _ = directions(Xf, labels, seed=seed)
     if d > 1:
-        W += _random_directions(d, seed, min(EXTRA_MAX, EXTRA_BUDGET // max(m, 1)))
+        W += _random_directions(d, seed, min(EXTRA_MAX, EXTRA_BUDGET // (m * d)))
     W = list(dict.fromkeys(W))
     Wf = np.asarray([[float(v) for v in w] for w in W])
     with np.errstate(all="ignore"):
         P = matmul(Xf, Wf.T)
-        boundaries, gap = _float_boundaries(P, labels)
+        boundaries, gap = float_boundaries(P, labels)
         size = matmul(np.abs(Xf), np.abs(Wf).T).max(axis=0) + np.abs(P).max(axis=0)
         room = gap / size
     room = np.where(np.isfinite(room) | (boundaries == 0), room, 0.0)
@@ -209,7 +210,7 @@ def _random_directions(d: int, seed: int, count: int) -> list[tuple[fmpq, ...]]:
     return out
 
 
-def _float_boundaries(P: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def float_boundaries(P: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each column of projections: the number of label boundaries along it, and the
     smallest gap between neighbours of different labels (``inf`` without boundaries)."""
     order = np.argsort(P, axis=0, kind="stable")
@@ -350,26 +351,26 @@ def _gamma(n: int, u: fmpq) -> fmpq:
     return n * u / (1 - n * u)
 
 
-def room(points: PointSet, steps: Steps, beta: fmpq, b2_eps: fmpq, dtype: str) -> dict[str, Any]:
-    """How much room ``dtype`` has: ``room = delta / E`` with ``E`` the bound on the float
-    error of every group's input in units of ``t`` (Lemma 5), and whether the float margin
-    bound of Theorem 6 proves every point right (``proved``, with that ``margin`` over
+def rooms(points: PointSet, steps: Steps, beta: fmpq, b2_eps: fmpq) -> dict[str, Any]:
+    """How much room each float format has: ``room = delta / E`` with ``E`` the bound on the
+    float error of every group's input in units of ``t`` (Lemma 5), and whether the float
+    margin bound of Theorem 6 proves every point right (``proved``, with that ``margin`` over
     ``sqrt(6)``) in lncapacity's NumPy backend.  ``b2_eps = 3 eps / (2 S^2)``."""
-    u = UNIT[dtype]
-    d = points.d
     size = max(
         sum((abs(r) * abs(x) for r, x in zip(steps.read, row, strict=True)), fmpq(0))
         for row in points.X
     )
     reach = max(abs(c + steps.shift) for c in steps.centres)
-    E = _gamma(d + 5, u) * size + _gamma(3, u) * (reach + beta)
     per_class = max(
         sum(1 for k in coefficients(steps.runs, label) if k) for label in set(steps.runs)
     )
-    ok, margin = float_margin(steps.delta, 3 * beta**2 + b2_eps, E, per_class, u)
-    out: dict[str, Any] = {"room": _short(steps.delta / E), "proved": ok}
-    if ok:
-        out["margin"] = _floor4(margin)
+    out = {}
+    for dtype, u in UNIT.items():
+        E = _gamma(points.d + 5, u) * size + _gamma(3, u) * (reach + beta)
+        ok, margin = float_margin(steps.delta, 3 * beta**2 + b2_eps, E, per_class, u)
+        out[dtype] = {"room": _short(steps.delta / E), "proved": ok}
+        if ok:
+            out[dtype]["margin"] = _floor4(margin)
     return out
 
 
