@@ -2,7 +2,7 @@
 
 The construction, proved in proofs/ln_g_steps.md:
 
-1. Project the points to a line, ``t = read . x - shift`` (:func:`choose_direction`).
+1. Project the points to a line, ``t = read^T x - shift`` (:func:`choose_direction`).
 2. Between every two neighbours of different labels put a *centre* ``c_j``, a short dyadic
    rational within ``gap / 16`` of their midpoint, and one more outside each end of the
    data (``c_0`` and ``c_{B+1}``, ``B`` the number of label boundaries).
@@ -48,7 +48,7 @@ GROUP = 3
 """Features per group: the smallest LayerNorm with a circle of outputs."""
 STEEP = fmpq(1, 16)
 """``b^2 <= STEEP delta^2`` (``b <= delta / 4``): the tails then sum to at most
-``pi^2 / 128`` at every point (proofs/ln_g_steps.md, Theorem 2)."""
+``pi^2 / 128`` at every point (proofs/ln_g_steps.md, Theorem 4)."""
 WINDOW = fmpq(1, 16)
 """A centre lies within ``WINDOW`` times the gap of the midpoint of its two neighbours (so at
 least ``7/16`` of the gap from each): a short dyadic rational, nearly as far as the midpoint."""
@@ -71,8 +71,8 @@ UNIT = {"float64": fmpq(1, 2**53), "float32": fmpq(1, 2**24)}
 
 @dataclass(frozen=True)
 class Steps:
-    """The line of an LN-G depth-1 net: ``t = read . x - shift``; the centres ``c_0 < ... <
-    c_{B+1}`` (the two ends included) and the label of each run between them
+    """The line of an LN-G depth-1 net: ``t = read^T x - shift``; the centres, increasing from
+    ``c_0`` to ``c_{B+1}`` (the two ends included), and the label of each run between them
     (``runs[r]`` lies between ``centres[r]`` and ``centres[r + 1]``); ``delta``, the smallest
     distance of a point's ``t`` to a centre."""
 
@@ -150,13 +150,13 @@ def choose_direction(
     X: Sequence[Sequence[fmpq]], y: Sequence[int], seed: int = 0
 ) -> tuple[tuple[fmpq, ...], list[fmpq]]:
     """A direction ``w`` (exact) along which no two points of different labels tie, and the
-    projections ``w . x`` (exact).
+    projections ``w^T x`` (exact).
 
     The candidates: :func:`.project.directions` (axes, small-integer and 10-bit dyadic
     directions, Fisher's) and up to :data:`EXTRA_MAX` seeded random 10-bit dyadic ones
     (within :data:`EXTRA_BUDGET`).  Each is scored in float64 (a heuristic; the choice is
     checked exactly): ``B``, its number of label boundaries, and its *room*, the smallest
-    gap between neighbours of different labels over ``max_x sum |w_k x_k| + max |w . x|``
+    gap between neighbours of different labels over ``max_x sum |w_k x_k| + max |w^T x|``
     (the scale of the first layer's float error, proofs/ln_g_steps.md §5).  Ranked: first
     those with at most :data:`NEAR_FEWEST` more boundaries than the fewest, by their room up
     to the level float32 needs (:data:`ROOM_TARGET`), then by fewest boundaries, then by room.
@@ -241,7 +241,7 @@ def place_centres(
     """The centres along ``t`` (no two points of different labels tie): one between every two
     neighbours of different labels, within ``WINDOW`` times their gap of the midpoint, and one
     beyond each end, at more than ``D`` from it (``D`` a power of two at least half the
-    largest gap between neighbours): the ends never set ``delta``."""
+    largest gap between neighbours): the ends set ``delta`` only when there is no boundary."""
     order = sorted(range(len(t)), key=t.__getitem__)
     ts = [t[i] for i in order]
     ls = [y[i] for i in order]
@@ -321,8 +321,8 @@ def steps_layer(steps: Steps, beta: fmpq, S: fmpq) -> Affine[fmpq]:
 
 
 def coefficients(runs: Sequence[int], label: int) -> list[int]:
-    """``kappa_j`` for one class (``label``, the construction's number) at each centre
-    ``j = 0 .. B + 1``: ``+1`` where the label enters it, ``-1`` where it leaves it (the ends
+    """``kappa_j`` for one class (``label``, the construction's number) at each centre ``j``
+    from 0 to ``B + 1``: ``+1`` where the label enters it, ``-1`` where it leaves it (the ends
     are boundaries to no class)."""
     inside = [False, *(r == label for r in runs), False]
     return [int(inside[j + 1]) - int(inside[j]) for j in range(len(runs) + 1)]
@@ -424,7 +424,7 @@ class StepCertificate:
 
 
 def step_certificate(net: LNNet[fmpq], points: PointSet) -> StepCertificate:
-    """Certify ``net`` on ``points`` by the margin theorem (proofs/ln_g_steps.md, Theorem 3),
+    """Certify ``net`` on ``points`` by the margin theorem (proofs/ln_g_steps.md, Theorem 4),
     from the net's weights alone (its ``meta`` is not read), exactly.
 
     The net must be of the proved form: depth 1, groups of 3, each group's rows ``(r, -r, 0)``
