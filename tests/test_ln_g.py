@@ -144,6 +144,24 @@ def test_step_certificate_refuses_other_nets():
         step_certificate(net, points_from_arrays([[0], [1], [2]], [0, 1, 0]))
 
 
+def test_extreme_scales_certified_and_floats_claimed_only_in_range():
+    """Coordinates of 10^400 and 10^-400 (beyond every float): exactly certified, and no float
+    format is claimed proved; 10^30 and 10^-3 (float32's range): both proved, and right."""
+    y = [i % 3 for i in range(12)]
+    far = points_from_arrays(
+        [[fmpq(10) ** 400 * i, fmpq(i * i % 7, 10**400)] for i in range(12)], y
+    )
+    net = build(far, arch="ln-g", eps="1e-5")
+    _assert_proved_margin(net, far)
+    assert not any(v["proved"] for v in net.meta["float"].values())
+    near = points_from_arrays([[fmpq(10) ** 30 * i, fmpq(i * i % 7, 1000)] for i in range(12)], y)
+    net = build(near, arch="ln-g", eps="1e-5")
+    _assert_proved_margin(net, near)
+    assert all(v["proved"] for v in net.meta["float"].values())
+    for dtype in ("float64", "float32"):
+        assert (_right(_numpy_forward(net, near.floats(), dtype), net, y) > 2).all()
+
+
 # ---------------------------------------------------------------- the projection
 
 

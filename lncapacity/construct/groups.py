@@ -128,7 +128,7 @@ def build_ln_g(
         delta=str(steps.delta),
         b2=str(b2),
         margin=_floor4(1 - tails),
-        float=rooms(points, steps, beta, 3 * eps / (2 * S**2)),
+        float=rooms(points, steps, layer, beta, S, eps),
     )
     return LNNet(
         points.d,
@@ -351,11 +351,14 @@ def _gamma(n: int, u: fmpq) -> fmpq:
     return n * u / (1 - n * u)
 
 
-def rooms(points: PointSet, steps: Steps, beta: fmpq, b2_eps: fmpq) -> dict[str, Any]:
+def rooms(
+    points: PointSet, steps: Steps, layer: Affine[fmpq], beta: fmpq, S: fmpq, eps: fmpq
+) -> dict[str, Any]:
     """How much room each float format has: ``room = delta / E`` with ``E`` the bound on the
     float error of every group's input in units of ``t`` (Lemma 5), and whether the float
     margin bound of Theorem 6 proves every point right (``proved``, with that ``margin`` over
-    ``sqrt(6)``) in lncapacity's NumPy backend.  ``b2_eps = 3 eps / (2 S^2)``."""
+    ``sqrt(6)``) in lncapacity's NumPy backend; never where a number leaves the format's
+    normal range (:func:`_in_range`)."""
     size = max(
         sum((abs(r) * abs(x) for r, x in zip(steps.read, row, strict=True)), fmpq(0))
         for row in points.X
@@ -364,14 +367,40 @@ def rooms(points: PointSet, steps: Steps, beta: fmpq, b2_eps: fmpq) -> dict[str,
     per_class = max(
         sum(1 for k in coefficients(steps.runs, label) if k) for label in set(steps.runs)
     )
+    b2 = 3 * beta**2 + 3 * eps / (2 * S**2)
     out = {}
     for dtype, u in UNIT.items():
         E = _gamma(points.d + 5, u) * size + _gamma(3, u) * (reach + beta)
-        ok, margin = float_margin(steps.delta, 3 * beta**2 + b2_eps, E, per_class, u)
+        ok, margin = float_margin(steps.delta, b2, E, per_class, u)
+        ok = ok and _in_range(points, layer, S * (size + reach + beta), eps, dtype)
         out[dtype] = {"room": _short(steps.delta / E), "proved": ok}
         if ok:
             out[dtype]["margin"] = _floor4(margin)
     return out
+
+
+NORMAL = {"float64": fmpq(1, 2**1022), "float32": fmpq(1, 2**126)}
+"""The smallest positive normal number of each format."""
+TOP = {"float64": fmpq(2) ** 1023, "float32": fmpq(2) ** 127}
+"""A power of two at most the largest number of each format."""
+
+
+def _in_range(points: PointSet, layer: Affine[fmpq], reach: fmpq, eps: fmpq, dtype: str) -> bool:
+    """Theorem 6's range condition: every nonzero input coordinate, weight, bias, product of
+    an input and a weight and ``eps`` at least the smallest normal number (no underflow, so
+    every rounding is relative), and the largest pre-activation ``reach`` (``S (M + max |C_j|
+    + beta)``) below the square root of the largest number over 4 (no square, sum or input
+    overflows)."""
+    xs = [abs(v) for row in points.X for v in row if v]
+    ws = [abs(v) for v in layer.W[0] if v]
+    bs = [abs(v) for v in layer.b if v]
+    small, top = NORMAL[dtype], TOP[dtype]
+    if not (ws and bs):
+        return False
+    lows = [min(ws), min(bs), *([min(xs), min(xs) * min(ws)] if xs else [])]
+    if eps:
+        lows.append(eps)
+    return min(lows) >= small and reach**2 * 16 <= top and max(xs, default=fmpq(0)) <= top
 
 
 def float_margin(delta: fmpq, b2: fmpq, E: fmpq, n: int, u: fmpq) -> tuple[bool, fmpq]:
