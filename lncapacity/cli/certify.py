@@ -8,7 +8,7 @@ import io
 import json
 
 from .. import fileformat
-from ..construct import CHOICES, DEFAULT_METHOD, build
+from ..construct import ARCHS, CHOICES, DEFAULT_ARCH, DEFAULT_METHOD, build
 from ..data import load_points
 from ..errors import InputError
 from .common import add_output_options, run, seed_int
@@ -19,15 +19,22 @@ from .report import check_and_report, check_float_options
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = sub.add_parser(
         "certify",
-        help="build a width-3 LN-Net for labelled points and certify it",
-        description="Build a width-3 LN-Net that classifies every point of DATA (CSV with a "
-        "'label' column, .npy with labels in the last column, or .npz with X and y), certify "
-        "it with rigorous ball arithmetic, and check it in float64 and float32 (NumPy, and "
-        "PyTorch's own modules when torch is installed).",
+        help="build a width-3 LN-Net (or a depth-1 LN-G net) for labelled points and certify it",
+        description="Build a width-3 LN-Net (--arch ln-g: a depth-1 LN-G net) that classifies "
+        "every point of DATA (CSV with a 'label' column, .npy with labels in the last column, "
+        "or .npz with X and y), certify it with rigorous ball arithmetic, and check it in "
+        "float64 and float32 (NumPy, and PyTorch's own modules when torch is installed).",
     )
     c.add_argument("data", metavar="DATA")
     c.add_argument("--out", metavar="NET.json", help="write the net (lnnet/1)")
     c.add_argument("--eps", default="0", help="LayerNorm epsilon, exact (default 0; 1e-5 as torch)")
+    c.add_argument(
+        "--arch",
+        default=DEFAULT_ARCH,
+        choices=list(ARCHS),
+        help="ln3 (default: the width-3 LN-Net, every --method) or ln-g (depth 1, one "
+        "LayerNorm group of 3 per label boundary of a projection, any number of classes)",
+    )
     c.add_argument("--depth", type=int, metavar="L", help="pad to exactly L LayerNorm layers")
     c.add_argument(
         "--method",
@@ -61,6 +68,8 @@ def cmd_certify(args: argparse.Namespace) -> int:
     check_float_options(args)
     if args.depth is not None and args.depth > fileformat.MAX_DEPTH:
         raise InputError(f"--depth {args.depth}: beyond the limit of {fileformat.MAX_DEPTH} layers")
+    if args.arch == "ln-g":
+        ln_g_arguments(args)
     if args.exact and args.method != "pma":
         raise InputError("--exact: exact merges are the paper's algorithm; add --method pma")
     points = load_points(args.data)
@@ -79,6 +88,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
             seed=args.seed,
             progress=bar,
             exact=args.exact,
+            arch=args.arch,
         ),
     )
     if not args.explain:
@@ -94,3 +104,18 @@ def cmd_certify(args: argparse.Namespace) -> int:
     else:
         print(report.getvalue() + "\n".join(explain_lines(account, points)))
     return code
+
+
+def ln_g_arguments(args: argparse.Namespace) -> None:
+    """:class:`InputError` for options ``--arch ln-g`` does not take (before any work)."""
+    if args.method != DEFAULT_METHOD:
+        raise InputError(
+            f"--arch ln-g: --method {args.method} builds ln3 nets; ln-g nets are built by "
+            "steps, one group per label boundary (drop --method)"
+        )
+    if args.depth is not None and args.depth > 1:
+        raise InputError(f"--arch ln-g: --depth {args.depth}: depth > 1 for ln-g is not built yet")
+    if args.depth == 0:
+        raise InputError("--arch ln-g: --depth 0 has no LayerNorm; ln-g nets have depth 1")
+    if args.exact:
+        raise InputError("--arch ln-g: --exact is the paper's algorithm for ln3 nets")

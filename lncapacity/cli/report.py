@@ -258,7 +258,7 @@ def _text(s: dict[str, Any]) -> str:
     lines = [
         f"{s['data']}: {s['points']} points in R^{s['dim']}{dup}, classes {classes}",
         f"net: width {_width_text(s)}, depth {s['depth']}"
-        + (f" (bound m - 2 = {s['depth_bound']})" if s["method"] else "")
+        + (f" (bound m - 2 = {s['depth_bound']})" if s["method"] not in (None, "steps") else "")
         + (
             f", {s['folds']} before padding"
             if s["folds"] is not None and s["folds"] != s["depth"]

@@ -1,11 +1,13 @@
 """Constructions of LN-Nets with exact rational weights (seed 000, Algorithm 1)."""
 
-from .build import CHOICES, DEFAULT_METHOD, METHODS, build
+from .build import ARCHS, CHOICES, DEFAULT_ARCH, DEFAULT_METHOD, METHODS, build
 from .fold import Chain, FoldStep, fold_layer
 from .project import project, runs
 
 __all__ = [
+    "ARCHS",
     "CHOICES",
+    "DEFAULT_ARCH",
     "DEFAULT_METHOD",
     "METHODS",
     "Chain",

@@ -24,6 +24,7 @@ from ..model import Affine, Label, LNNet
 from ..version import __version__
 from .circle import CIRCLE_META, Handoff, build_circle  # method "circle" (issue 18)
 from .fold import Chain, FoldStep, exact_float, fold_layer, reversal
+from .groups import build_ln_g  # arch "ln-g" (issue 30)
 from .multiclass import envelope, merge_runs_k, pma_k
 from .peel import merge_peel
 from .pma import Progress, order_groups, pma, power_of_two_near
@@ -59,6 +60,10 @@ DEFAULT_METHOD = "auto"
 net, and uses ``runs`` when it does not), ``runs`` for two (as fast as it is shallow enough;
 circle is shallower but its search costs seconds to minutes)."""
 CHOICES = ("auto", *METHODS)
+ARCHS = ("ln3", "ln-g")
+"""The architectures :func:`build` builds: ``ln3``, the width-3 LN-Net (every method above),
+and ``ln-g``, depth 1 with one LayerNorm group of 3 per label boundary (:mod:`.groups`)."""
+DEFAULT_ARCH = "ln3"
 
 
 def build(
@@ -72,8 +77,10 @@ def build(
     seed: int = 0,
     progress: Progress | None = None,
     exact: bool = False,
+    arch: str = DEFAULT_ARCH,
 ) -> LNNet[fmpq]:
-    """A width-3 LN-Net that classifies every point of ``(X, y)`` correctly.
+    """A width-3 LN-Net (or, with ``arch="ln-g"``, a depth-1 LN-G net) that classifies every
+    point of ``(X, y)`` correctly.
 
     ``X`` is a :class:`~lncapacity.data.PointSet` (then ``y`` is omitted) or an
     array of points with labels ``y``.  ``eps >= 0`` is LayerNorm's epsilon
@@ -91,6 +98,10 @@ def build(
     distinct points (seed 000, Theorem).  ``exact=True`` (with ``method="pma"``, two
     classes): the paper's algorithm to the letter, fold centres at the true midpoints
     (algebraic numbers, :mod:`.exact`, proofs/exact_merges.md), so merged values are equal.
+    ``arch``: ``"ln3"`` (the default: everything above) or ``"ln-g"``: depth 1, one
+    LayerNorm group of 3 per label boundary of a projection, any number of classes
+    (:func:`.groups.build_ln_g`, proofs/ln_g_steps.md); ``method`` stays ``"auto"``,
+    ``depth`` is ``None`` or 1.
     """
     points = X if isinstance(X, PointSet) else points_from_arrays(X, y)
     eps_q = _eps(eps)
@@ -98,9 +109,16 @@ def build(
         raise InputError(f"unknown method {method!r} (choose from {', '.join(CHOICES)})")
     if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 0):
         raise InputError(f"depth must be a non-negative integer, got {depth!r}")
+    if arch not in ARCHS:
+        raise InputError(f"unknown arch {arch!r} (choose from {', '.join(ARCHS)})")
     cls = tuple(points.classes if classes is None else classes)
     if missing := sorted(set(points.y) - set(cls), key=str):
         raise InputError(f"labels {missing} are not among the classes {list(cls)}")
+    if arch == "ln-g":
+        ln_g_options(method, depth, exact)
+        meta_g: dict[str, Any] = {"generator": f"lncapacity {__version__}"}
+        frame = _normalise(points.X)
+        return build_ln_g(points, eps_q, seed=seed, classes=cls, meta=meta_g, frame=frame)
     if method == "auto":
         method = "circle" if len(set(points.y)) > 2 else "runs"
     meta: dict[str, Any] = {"generator": f"lncapacity {__version__}", "method": method}
@@ -151,6 +169,22 @@ def build(
             note(f"peel gave way to pma: {why}")
         net = _folded(points, None, yk, present, cls, eps_q, depth, seed, "pma", progress, meta)
     return net
+
+
+def ln_g_options(method: str, depth: int | None, exact: bool) -> None:
+    """:class:`InputError` unless ``method``, ``depth`` and ``exact`` suit ``arch="ln-g"``:
+    one construction (steps), depth 1."""
+    if method != DEFAULT_METHOD:
+        raise InputError(
+            f"method {method!r} builds ln3 nets; ln-g nets are built by steps (leave method "
+            f"{DEFAULT_METHOD!r})"
+        )
+    if depth is not None and depth > 1:
+        raise InputError(f"depth {depth}: depth > 1 for ln-g is not built yet (depth 1 only)")
+    if depth == 0:
+        raise InputError("depth 0 has no LayerNorm: ln-g nets have depth 1")
+    if exact:
+        raise InputError("exact merges are the paper's algorithm for ln3 nets, not ln-g")
 
 
 def build_exact(

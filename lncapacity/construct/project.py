@@ -71,6 +71,21 @@ def _moment_curve(d: int) -> Iterator[tuple[fmpq, ...]]:
         k += 1
 
 
+def directions(
+    Xf: np.ndarray, y: np.ndarray, *, seed: int = 0, count: int = 24
+) -> tuple[list[tuple[fmpq, ...]], int]:
+    """The candidate directions :func:`project` ranks, for the points ``Xf`` (float64) with
+    labels ``y``, and how many of them come first as fixed ones: the axes, ``count``
+    small-integer and ``count`` 10-bit dyadic directions (none of those two kinds on a line),
+    then Fisher's directions (``_data_directions``)."""
+    d = Xf.shape[1]
+    W = list(_candidates(d, seed, 0 if d == 1 else count))
+    fixed = len(W)
+    if d > 1:
+        W += _data_directions(Xf, y)
+    return W, fixed
+
+
 def project(
     X: Sequence[Sequence[fmpq]], y: Sequence[int], *, seed: int = 0, candidates: int = 24
 ) -> tuple[tuple[fmpq, ...], list[fmpq]]:
@@ -80,12 +95,9 @@ def project(
     checked exactly; the first with exactly distinct projections is taken.
     """
     m, d = len(X), len(X[0])
-    W = list(_candidates(d, seed, 0 if d == 1 else candidates))
-    fixed = len(W)
     Xf = _floats(X)
     labels = np.asarray(y)
-    if d > 1:
-        W += _data_directions(Xf, labels)
+    W, fixed = directions(Xf, labels, seed=seed, count=candidates)
     P = matmul(Xf, _floats(W).T)
 
     def rank(k: int) -> tuple[bool, int, bool, bool, float]:

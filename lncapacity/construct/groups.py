@@ -1,0 +1,533 @@
+"""LN-G at depth 1: one steep step per label boundary of a projection (issue 30, part 2).
+
+The construction, proved in proofs/ln_g_steps.md:
+
+1. Project the points to a line, ``t = read^T x - shift`` (:func:`choose_direction`).
+2. Between every two neighbours of different labels put a *centre* ``c_j``, a short dyadic
+   rational within ``gap / 16`` of their midpoint, and one more outside each end of the
+   data (``c_0`` and ``c_{B+1}``, ``B`` the number of label boundaries).
+3. Give every centre a group of 3 features fed ``y = S ((t - c_j) u + beta v)``
+   (``u = (1, -1, 0)``, ``v = (1, 1, -2)``).  Its LayerNorm, read along ``u``, is the step
+   ``u . LN(y) = sqrt(6) (t - c_j) / sqrt((t - c_j)^2 + b^2)`` with
+   ``b^2 = 3 beta^2 + 3 eps / (2 S^2)``, for every ``eps >= 0``.
+4. The readout gives class ``c`` the coefficient ``kappa / 2`` on group ``j`` (weights
+   ``(kappa/2, -kappa/2, 0)``, no bias): ``kappa = +1`` where the label enters ``c`` at
+   ``c_j``, ``-1`` where it leaves ``c``, ``0`` otherwise.  With the ends counted as
+   boundaries to "no class" the steps telescope to ``sqrt(6)`` for the point's class and
+   ``0`` for every other, up to the steps' tails.
+
+The steepness is set from ``delta``, the smallest distance of a point to a centre:
+``b <= delta / 4``, so the tails sum to at most ``(pi^2/8) (b/delta)^2 <= pi^2/128`` at
+every point and each point's margin is at least ``(1 - pi^2/128) sqrt(6) > 0.92 sqrt(6)``
+(the score range is ``[0, sqrt(6)]``).  :func:`step_certificate` checks that theorem's
+hypotheses on a net and points, exactly.
+
+Width ``3 (B + 2)``; one LayerNorm layer of ``B + 2`` groups of 3 (``Norm(groups=B + 2)``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from flint import arb, fmpq
+
+from ..arith import dyadic_between, precision, to_float
+from ..data import PointSet
+from ..errors import InputError
+from ..model import Affine, Label, LNNet, Norm
+from ..reproducible import matmul
+from .project import directions
+
+GROUP = 3
+"""Features per group: the smallest LayerNorm with a circle of outputs."""
+STEEP = fmpq(1, 16)
+"""``b^2 <= STEEP delta^2`` (``b <= delta / 4``): the tails then sum to at most
+``pi^2 / 128`` at every point (proofs/ln_g_steps.md, Theorem 4)."""
+WINDOW = fmpq(1, 16)
+"""A centre lies within ``WINDOW`` times the gap of the midpoint of its two neighbours (so at
+least ``7/16`` of the gap from each): a short dyadic rational, nearly as far as the midpoint."""
+PI2_8 = fmpq(12338, 10000)
+"""A rational upper bound of ``pi^2 / 8 = 1.2337005...`` (the series ``sum 1/(2i-1)^2``)."""
+NEAR_FEWEST = fmpq(1, 8)
+"""A direction counts as having the fewest boundaries when it has at most this fraction more
+than the fewest found: among those the one with the most float room is taken."""
+EXTRA_BUDGET = 12_000_000
+"""Multiply-adds (extra random directions times points times dimensions) spent looking for
+float room."""
+EXTRA_MAX = 512
+"""At most this many extra random directions (10-bit dyadic, seeded)."""
+ROOM_TARGET = 4
+"""``delta / E`` (``E``: the worst float32 error of a group's input, in units of ``t``) from
+which float32 is proved right on every point: directions reaching it need no more room."""
+UNIT = {"float64": fmpq(1, 2**53), "float32": fmpq(1, 2**24)}
+"""Unit roundoff of each float format."""
+
+
+@dataclass(frozen=True)
+class Steps:
+    """The line of an LN-G depth-1 net: ``t = read^T x - shift``; the centres, increasing from
+    ``c_0`` to ``c_{B+1}`` (the two ends included), and the label of each run between them
+    (``runs[r]`` lies between ``centres[r]`` and ``centres[r + 1]``); ``delta``, the smallest
+    distance of a point's ``t`` to a centre."""
+
+    read: tuple[fmpq, ...]
+    shift: fmpq
+    centres: tuple[fmpq, ...]
+    runs: tuple[int, ...]
+    delta: fmpq
+
+
+def build_ln_g(
+    points: PointSet,
+    eps: fmpq,
+    *,
+    seed: int = 0,
+    classes: Sequence[Label] | None = None,
+    meta: dict[str, Any] | None = None,
+    frame: tuple[Sequence[Sequence[fmpq]], Sequence[fmpq], Sequence[fmpq]] | None = None,
+) -> LNNet[fmpq]:
+    """A depth-1 LN-G net (groups of 3, one per label boundary and two more) that classifies
+    every point of ``points`` correctly, with a margin of at least ``0.92 sqrt(6)``.
+
+    ``eps >= 0`` (exact) is LayerNorm's epsilon; ``classes``: the readout's rows (default the
+    sorted labels; absent ones score 0); ``frame = (X', s, o)`` with ``x = s x' + o``
+    coordinatewise: the coordinates the direction is searched in (``build`` passes its
+    normalised ones; default ``points.X`` itself).  ``meta`` is updated and becomes the net's.
+    """
+    cls = tuple(points.classes if classes is None else classes)
+    if missing := sorted(set(points.y) - set(cls), key=str):
+        raise InputError(f"labels {missing} are not among the classes {list(cls)}")
+    present = sorted(set(points.y), key=cls.index)
+    yk = [present.index(label) for label in points.y]
+    d = points.d
+    Xn, scale, offset = frame if frame is not None else (points.X, [fmpq(1)] * d, [fmpq(0)] * d)
+    w, t = choose_direction(Xn, yk, seed)
+    read = tuple(wi / si for wi, si in zip(w, scale, strict=True))
+    shift = sum((r * o for r, o in zip(read, offset, strict=True)), fmpq(0))
+    steps = place_centres(read, shift, t, yk)
+    beta, S = steepness(steps.delta, eps)
+    b2 = 3 * beta**2 + 3 * eps / (2 * S**2)
+    layer = steps_layer(steps, beta, S)
+    readout = steps_readout(steps, [present.index(c) if c in present else -1 for c in cls])
+    groups = len(steps.centres)
+    tails = PI2_8 * b2 / steps.delta**2
+    meta = {} if meta is None else meta
+    meta.update(
+        method="steps",
+        arch="ln-g",
+        projection=[str(r) for r in read],
+        boundaries=groups - 2,
+        groups=groups,
+        depth=1,
+        delta=str(steps.delta),
+        b2=str(b2),
+        margin=_floor4(1 - tails),
+        float=rooms(points, steps, layer, beta, S, eps),
+    )
+    return LNNet(
+        points.d,
+        GROUP * groups,
+        eps,
+        (layer,),
+        readout,
+        cls,
+        meta,
+        norms=(Norm(groups=groups),),
+    )
+
+
+# ---------------------------------------------------------------------------
+# the projection
+
+
+def choose_direction(
+    X: Sequence[Sequence[fmpq]], y: Sequence[int], seed: int = 0
+) -> tuple[tuple[fmpq, ...], list[fmpq]]:
+    """A direction ``w`` (exact) along which no two points of different labels tie, and the
+    projections ``w^T x`` (exact).
+
+    The candidates: :func:`.project.directions` (axes, small-integer and 10-bit dyadic
+    directions, Fisher's) and up to :data:`EXTRA_MAX` seeded random 10-bit dyadic ones
+    (within :data:`EXTRA_BUDGET`).  Each is scored in float64 (a heuristic; the choice is
+    checked exactly): ``B``, its number of label boundaries, and its *room*, the smallest
+    gap between neighbours of different labels over ``max_x sum |w_k x_k| + max |w^T x|``
+    (the scale of the first layer's float error, proofs/ln_g_steps.md §5).  Ranked: first
+    those with at most :data:`NEAR_FEWEST` more boundaries than the fewest, by their room up
+    to the level float32 needs (:data:`ROOM_TARGET`), then by fewest boundaries, then by room.
+    So on structured data (few boundaries along a good direction) boundaries decide, and on
+    random labels (every direction has about as many) float room does.
+    """
+    m, d = len(X), len(X[0])
+    Xf = np.asarray([[to_float(v) for v in row] for row in X])
+    labels = np.asarray(y)
+    W, _ = directions(Xf, labels, seed=seed)
+    if d > 1:
+        W += _random_directions(d, seed, min(EXTRA_MAX, EXTRA_BUDGET // (m * d)))
+    W = list(dict.fromkeys(W))
+    Wf = np.asarray([[float(v) for v in w] for w in W])
+    with np.errstate(all="ignore"):
+        P = matmul(Xf, Wf.T)
+        boundaries, gap = float_boundaries(P, labels)
+        size = matmul(np.abs(Xf), np.abs(Wf).T).max(axis=0) + np.abs(P).max(axis=0)
+        room = gap / size
+    room = np.where(np.isfinite(room) | (boundaries == 0), room, 0.0)
+    fewest = int(boundaries.min())
+    near = fewest + fewest * NEAR_FEWEST
+    need = float(ROOM_TARGET * _gamma(d + 5, UNIT["float32"]) / (1 - 2 * WINDOW) * 2)
+
+    def rank(k: int) -> tuple[bool, float, int, float]:
+        return bool(boundaries[k] > near), -min(room[k], need), int(boundaries[k]), -room[k]
+
+    for k in sorted(range(len(W)), key=rank):
+        t = _dot(W[k], X)
+        if _no_cross_ties(t, y):
+            return W[k], t
+    j = 2
+    while True:  # the moment curve: each difference of points is orthogonal to few of these
+        w = tuple(fmpq(j) ** i for i in range(d))
+        t = _dot(w, X)
+        if _no_cross_ties(t, y):
+            return w, t
+        j += 1
+
+
+def _random_directions(d: int, seed: int, count: int) -> list[tuple[fmpq, ...]]:
+    """``count`` seeded directions, Gaussian then scaled to a largest entry 1 and rounded to
+    10 bits after the point."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        v = rng.standard_normal(d)
+        v = np.round(v / np.abs(v).max() * 1024)
+        if v.any():
+            out.append(tuple(fmpq(int(x), 1024) for x in v))
+    return out
+
+
+def float_boundaries(P: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each column of projections: the number of label boundaries along it, and the
+    smallest gap between neighbours of different labels (``inf`` without boundaries)."""
+    order = np.argsort(P, axis=0, kind="stable")
+    ls = y[order]
+    ps = np.take_along_axis(P, order, axis=0)
+    change = ls[1:] != ls[:-1]
+    gaps = np.where(change, np.diff(ps, axis=0), np.inf)
+    return change.sum(axis=0), gaps.min(axis=0, initial=np.inf)
+
+
+def _dot(w: Sequence[fmpq], X: Sequence[Sequence[fmpq]]) -> list[fmpq]:
+    return [sum((wi * xi for wi, xi in zip(w, x, strict=True)), fmpq(0)) for x in X]
+
+
+def _no_cross_ties(t: Sequence[fmpq], y: Sequence[int]) -> bool:
+    """Whether no two points of different labels have the same projection (decided exactly)."""
+    order = sorted(range(len(t)), key=t.__getitem__)
+    return all(t[a] != t[b] or y[a] == y[b] for a, b in itertools.pairwise(order))
+
+
+# ---------------------------------------------------------------------------
+# centres and steepness
+
+
+def place_centres(
+    read: tuple[fmpq, ...], shift: fmpq, t: Sequence[fmpq], y: Sequence[int]
+) -> Steps:
+    """The centres along ``t`` (no two points of different labels tie): one between every two
+    neighbours of different labels, within ``WINDOW`` times their gap of the midpoint, and one
+    beyond each end, at more than ``D`` from it (``D`` a power of two at least half the
+    largest gap between neighbours): the ends set ``delta`` only when there is no boundary."""
+    order = sorted(range(len(t)), key=t.__getitem__)
+    ts = [t[i] for i in order]
+    ls = [y[i] for i in order]
+    centres: list[fmpq] = []
+    runs = [ls[0]]
+    delta: fmpq | None = None
+    widest = fmpq(0)
+    for a in range(len(ts) - 1):
+        lo, hi = ts[a], ts[a + 1]
+        widest = max(widest, hi - lo)
+        if ls[a] == ls[a + 1]:
+            continue
+        gap, mid = hi - lo, (lo + hi) / 2
+        c = dyadic_between(mid - gap * WINDOW, mid + gap * WINDOW, mid)
+        centres.append(c)
+        runs.append(ls[a + 1])
+        near = min(c - lo, hi - c)
+        delta = near if delta is None else min(delta, near)
+    D = _power_of_two_at_least(widest / 2 if widest else fmpq(1))
+    first = dyadic_between(ts[0] - 2 * D, ts[0] - D)
+    last = dyadic_between(ts[-1] + D, ts[-1] + 2 * D)
+    ends = min(ts[0] - first, last - ts[-1])
+    delta = ends if delta is None else min(delta, ends)
+    return Steps(read, shift, (first, *centres, last), tuple(runs), delta)
+
+
+def steepness(delta: fmpq, eps: fmpq) -> tuple[fmpq, fmpq]:
+    """``(beta, S)``, powers of two: ``S`` the smallest with ``S delta >= 1`` and
+    ``(S delta)^2 >= 48 eps`` (so ``3 eps / (2 S^2) <= delta^2 / 32``, and the pre-activations
+    are about 1 near a centre, whatever the data's scale), ``beta`` the largest with
+    ``96 beta^2 <= delta^2`` (``3 beta^2 <= delta^2 / 32``): ``b^2 <= delta^2 / 16``."""
+    S = _power_of_two_at_least(1 / delta)
+    while (S * delta) ** 2 < 48 * eps:
+        S *= 2
+    beta = _power_of_two_at_least(delta)
+    while 96 * beta**2 > delta**2:
+        beta /= 2
+    return beta, S
+
+
+def _power_of_two_at_least(x: fmpq) -> fmpq:
+    """The smallest power of two ``>= x > 0``."""
+    k = int(x.p).bit_length() - int(x.q).bit_length()
+    p = fmpq(2) ** k if k >= 0 else fmpq(1, 2 ** (-k))
+    while p < x:
+        p *= 2
+    while p / 2 >= x:
+        p /= 2
+    return p
+
+
+def _floor4(x: fmpq) -> str:
+    """``x`` rounded down to 4 decimals, as text (a bound stays a bound)."""
+    n = (x * 10000).floor()
+    return f"{int(n) / 10000:.4f}"
+
+
+# ---------------------------------------------------------------------------
+# the layer and the readout
+
+
+def steps_layer(steps: Steps, beta: fmpq, S: fmpq) -> Affine[fmpq]:
+    """The first layer: group ``j`` computes ``S ((t - c_j) u + beta v)`` from ``x``, that is
+    rows ``(S read, -S read, 0)`` and biases ``(S (beta - C_j), S (beta + C_j), -2 S beta)``
+    with ``C_j = c_j + shift``."""
+    row = tuple(S * r for r in steps.read)
+    neg = tuple(-w for w in row)
+    zero = tuple(fmpq(0) for _ in row)
+    W: list[tuple[fmpq, ...]] = []
+    b: list[fmpq] = []
+    low = -2 * S * beta
+    for c in steps.centres:
+        C = c + steps.shift
+        W += [row, neg, zero]
+        b += [S * (beta - C), S * (beta + C), low]
+    return Affine(tuple(W), tuple(b), {"kind": "steps", "group": GROUP})
+
+
+def coefficients(runs: Sequence[int], label: int) -> list[int]:
+    """``kappa_j`` for one class (``label``, the construction's number) at each centre ``j``
+    from 0 to ``B + 1``: ``+1`` where the label enters it, ``-1`` where it leaves it (the ends
+    are boundaries to no class)."""
+    inside = [False, *(r == label for r in runs), False]
+    return [int(inside[j + 1]) - int(inside[j]) for j in range(len(runs) + 1)]
+
+
+def steps_readout(steps: Steps, labels: Sequence[int]) -> Affine[fmpq]:
+    """One row per class (``labels[i]``: the construction's number of class ``i``, ``-1`` for
+    a class no point has): weights ``(kappa/2, -kappa/2, 0)`` on each group, no bias."""
+    half = {1: (fmpq(1, 2), fmpq(-1, 2)), -1: (fmpq(-1, 2), fmpq(1, 2)), 0: (fmpq(0), fmpq(0))}
+    zero = fmpq(0)
+    rows = []
+    for label in labels:
+        kappa = coefficients(steps.runs, label) if label >= 0 else [0] * len(steps.centres)
+        row: list[fmpq] = []
+        for k in kappa:
+            row += [*half[k], zero]
+        rows.append(tuple(row))
+    return Affine(tuple(rows), tuple(fmpq(0) for _ in labels), {"kind": "steps"})
+
+
+# ---------------------------------------------------------------------------
+# float room (proofs/ln_g_steps.md §5)
+
+
+def _gamma(n: int, u: fmpq) -> fmpq:
+    return n * u / (1 - n * u)
+
+
+def rooms(
+    points: PointSet, steps: Steps, layer: Affine[fmpq], beta: fmpq, S: fmpq, eps: fmpq
+) -> dict[str, Any]:
+    """How much room each float format has: ``room = delta / E`` with ``E`` the bound on the
+    float error of every group's input in units of ``t`` (Lemma 5), and whether the float
+    margin bound of Theorem 6 proves every point right (``proved``, with that ``margin`` over
+    ``sqrt(6)``) in lncapacity's NumPy backend; never where a number leaves the format's
+    normal range (:func:`_in_range`)."""
+    size = max(
+        sum((abs(r) * abs(x) for r, x in zip(steps.read, row, strict=True)), fmpq(0))
+        for row in points.X
+    )
+    reach = max(abs(c + steps.shift) for c in steps.centres)
+    per_class = max(
+        sum(1 for k in coefficients(steps.runs, label) if k) for label in set(steps.runs)
+    )
+    b2 = 3 * beta**2 + 3 * eps / (2 * S**2)
+    out = {}
+    for dtype, u in UNIT.items():
+        E = _gamma(points.d + 5, u) * size + _gamma(3, u) * (reach + beta)
+        ok, margin = float_margin(steps.delta, b2, E, per_class, u)
+        ok = ok and _in_range(points, layer, S * (size + reach + beta), eps, dtype)
+        out[dtype] = {"room": _short(steps.delta / E), "proved": ok}
+        if ok:
+            out[dtype]["margin"] = _floor4(margin)
+    return out
+
+
+NORMAL = {"float64": fmpq(1, 2**1022), "float32": fmpq(1, 2**126)}
+"""The smallest positive normal number of each format."""
+TOP = {"float64": fmpq(2) ** 1023, "float32": fmpq(2) ** 127}
+"""A power of two at most the largest number of each format."""
+
+
+def _in_range(points: PointSet, layer: Affine[fmpq], reach: fmpq, eps: fmpq, dtype: str) -> bool:
+    """Theorem 6's range condition: every nonzero input coordinate, weight, bias, product of
+    an input and a weight and ``eps`` at least the smallest normal number (no underflow, so
+    every rounding is relative), and the largest pre-activation ``reach`` (``S (M + max |C_j|
+    + beta)``) below the square root of the largest number over 4 (no square, sum or input
+    overflows)."""
+    xs = [abs(v) for row in points.X for v in row if v]
+    ws = [abs(v) for v in layer.W[0] if v]
+    bs = [abs(v) for v in layer.b if v]
+    small, top = NORMAL[dtype], TOP[dtype]
+    if not (ws and bs):
+        return False
+    lows = [min(ws), min(bs), *([min(xs), min(xs) * min(ws)] if xs else [])]
+    if eps:
+        lows.append(eps)
+    return min(lows) >= small and reach**2 * 16 <= top and max(xs, default=fmpq(0)) <= top
+
+
+def float_margin(delta: fmpq, b2: fmpq, E: fmpq, n: int, u: fmpq) -> tuple[bool, fmpq]:
+    """Theorem 6: whether ``1 - T - R > 0``, and a rational lower bound of it (the float
+    margin over ``sqrt(6)``).  ``b2 = 3 beta^2 + 3 eps / (2 S^2)``; ``E`` the first layer's
+    error bound; ``n`` the most groups one class reads; ``u`` the unit roundoff.  Computed in
+    ball arithmetic and rounded down to a rational."""
+    if E >= delta:
+        return False, fmpq(-1)
+    with precision(128):
+        e, dl, uu = arb(E), arb(delta), arb(u)
+
+        def gamma(k: int) -> arb:
+            return k * uu / (1 - k * uu)
+
+        nu = arb(2).sqrt() * e / (3 * (dl - e))
+        alpha = gamma(3) * (1 + arb(3).sqrt() * nu) * (1 + uu) + uu
+        lam = alpha / (1 - alpha) + gamma(7)
+        b = arb(b2).sqrt() + e / arb(3).sqrt()
+        tails = arb(PI2_8) * (b / (dl - e)) ** 2
+        rounding = n * (lam + gamma(2 * n) * (1 + gamma(7)))
+        left = 1 - tails - rounding
+        low = fmpq(int((left.lower() * 10**6).floor().unique_fmpz()), 10**6)
+    return low > 0, low
+
+
+def _short(x: fmpq) -> float:
+    """A float near ``x`` with 4 significant digits, for the meta (a report, not a bound)."""
+    f = to_float(x)
+    return float(f"{f:.4g}") if math.isfinite(f) else f
+
+
+# ---------------------------------------------------------------------------
+# the certificate by the theorem
+
+
+@dataclass(frozen=True)
+class StepCertificate:
+    """What :func:`step_certificate` proved: ``certified`` of ``total`` points are right, each
+    with a margin of at least ``margin * sqrt(6)`` (``margin`` exact, a lower bound over all
+    points; negative when some point is not certified); ``tails``, the bound on the steps'
+    tails at any point; ``delta``, the smallest distance of a point to a centre (in units of
+    the first layer's ``S t``)."""
+
+    certified: int
+    total: int
+    margin: fmpq
+    tails: fmpq
+    delta: fmpq
+
+
+def step_certificate(net: LNNet[fmpq], points: PointSet) -> StepCertificate:
+    """Certify ``net`` on ``points`` by the margin theorem (proofs/ln_g_steps.md, Theorem 4),
+    from the net's weights alone (its ``meta`` is not read), exactly.
+
+    The net must be of the proved form: depth 1, groups of 3, each group's rows ``(r, -r, 0)``
+    with one ``r`` for all groups, the readout without bias and reading each group along
+    ``u`` only (``R_1 + R_2 = 2 R_3`` on it); centres (where ``r . x`` makes a group's ``u``
+    part vanish) distinct, with a point between any two.  Otherwise :class:`InputError`.
+    Then each group reads ``sqrt(6) sigma_j`` with ``sigma_j`` a step of steepness ``b_j``, the
+    ideal scores ``(sqrt(6)/2) sum_j kappa_j sign`` are computed exactly, and a point is
+    certified when its ideal margin exceeds the tails' bound ``K T`` (``K``: the largest
+    difference of two classes' coefficients on one group).
+    """
+    if net.depth != 1 or net.norm(0).groups * GROUP != net.widths[0]:
+        raise InputError("not an LN-G steps net: depth 1 with groups of 3 expected")
+    if not net.norm(0).is_identity:
+        raise InputError("not an LN-G steps net: its LayerNorm has a gain or bias")
+    layer, R = net.layers[0], net.readout
+    G = net.norm(0).groups
+    r = layer.W[0]
+    C: list[fmpq] = []
+    b2: list[fmpq] = []
+    for j in range(G):
+        w1, w2, w3 = layer.W[3 * j : 3 * j + 3]
+        p, q, s = layer.b[3 * j : 3 * j + 3]
+        if w1 != r or any(a != -x for a, x in zip(w2, r, strict=True)) or any(w3):
+            raise InputError(f"not an LN-G steps net: group {j} is not (r, -r, 0)")
+        C.append((q - p) / 2)  # y - mean y = (r.x - C) u + ((p + q - 2 s)/6) v
+        beta = (p + q - 2 * s) / 6
+        b2.append(3 * beta**2 + 3 * net.eps / 2)
+    if any(R.b):
+        raise InputError("not an LN-G steps net: the readout has a bias")
+    kappa = []
+    for row in R.W:
+        ks = []
+        for j in range(G):
+            a1, a2, a3 = row[3 * j : 3 * j + 3]
+            if a1 + a2 != 2 * a3:
+                raise InputError(f"not an LN-G steps net: the readout reads group {j} off u")
+            ks.append(a1 - a2)
+        kappa.append(ks)
+    order = sorted(range(G), key=C.__getitem__)
+    cs = [C[j] for j in order]
+    if any(a == b for a, b in itertools.pairwise(cs)):
+        raise InputError("not an LN-G steps net: two groups share a centre")
+    L = _dot(r, points.X)
+    below = [bisect.bisect_left(cs, v) for v in L]  # centres strictly below each point
+    if set(range(1, G)) - set(below):
+        raise InputError("not an LN-G steps net: two centres have no point between them")
+    delta = min(_distance(v, k, cs) for v, k in zip(L, below, strict=True))
+    tails = PI2_8 * max(b2) / delta**2 if delta else fmpq(10**9)
+    K = max(max(col) - min(col) for col in zip(*kappa, strict=True))
+    # prefix sums of kappa along the sorted centres: ideal I_c = 2 prefix_c(k) - total_c
+    prefix = []
+    for ks in kappa:
+        acc, row_p = fmpq(0), [fmpq(0)]
+        for j in order:
+            acc += ks[j]
+            row_p.append(acc)
+        prefix.append(row_p)
+    worst: fmpq | None = None
+    certified = 0
+    cls = list(net.classes)
+    for k, label in zip(below, points.y, strict=True):
+        own = cls.index(label)
+        ideal = [2 * p[k] - p[-1] for p in prefix]
+        gap = min((ideal[own] - ideal[c] for c in range(len(cls)) if c != own), default=fmpq(2))
+        bound = gap / 2 - K * tails / 2
+        if delta > 0 and bound > 0:
+            certified += 1
+        worst = bound if worst is None else min(worst, bound)
+    return StepCertificate(
+        certified, points.m, worst if worst is not None else fmpq(0), tails, delta
+    )
+
+
+def _distance(v: fmpq, k: int, cs: Sequence[fmpq]) -> fmpq:
+    """The distance of ``v`` to the sorted centres ``cs``, ``k`` of them strictly below it."""
+    return min([v - cs[k - 1]] * (k > 0) + [cs[k] - v] * (k < len(cs)))
