@@ -604,3 +604,14 @@ def test_plot_grouped_nets(tmp_path):
     X, y = [[Q(1, 2)], [Q(1, 4)], [Q(2)], [Q(-1, 10)], [Q(3, 4)], [Q(3)]], [1, 1, 0, 0, 1, 0]
     paths = save_figures(step_net(), X, y, out=tmp_path, formats=("png",))
     assert {p.name for p in paths} >= {"fold_maps.png", "ladder.png", "merge_tree.png"}
+
+
+def test_wide_columns_get_their_principal_axis_by_power_iteration(monkeypatch):
+    from lncapacity import explain
+
+    rng = np.random.default_rng(11)
+    h = 5 * np.outer(rng.normal(size=40), rng.normal(size=12)) + rng.normal(size=(40, 12))
+    svd = explain._principal(h)
+    monkeypatch.setattr(explain, "SVD_FEATURES", 8)  # 12 features: now the power iteration
+    power = explain._principal(h)
+    assert np.allclose(np.abs(svd), np.abs(power), atol=1e-6)
