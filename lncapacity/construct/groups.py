@@ -358,7 +358,7 @@ def rooms(
     float error of every group's input in units of ``t`` (Lemma 5), and whether the float
     margin bound of Theorem 6 proves every point right (``proved``, with that ``margin`` over
     ``sqrt(6)``) in lncapacity's NumPy backend; never where a number leaves the format's
-    normal range (:func:`_in_range`)."""
+    normal range (``_in_range``)."""
     size = max(
         sum((abs(r) * abs(x) for r, x in zip(steps.read, row, strict=True)), fmpq(0))
         for row in points.X
