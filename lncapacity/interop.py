@@ -262,6 +262,25 @@ def _plan(model: Any, name: str) -> list[tuple[str, Any, str, dict[str, Any]]]:
                 "beyond the limit for an import"
             )
 
+    def normalizer(
+        where: str, m: Any, kind: str, n: int, e: float, gain: Any, bias: Any, **more: Any
+    ) -> None:
+        """A LayerNorm or GroupNorm of ``n`` features (its ``eps``, weight and bias) in its
+        place: after the affine map since the last one."""
+        nonlocal depth, pending
+        for part, t in (("weight", gain), ("bias", bias)):
+            if t is not None and _shape(t, f"{where}.{part}", 1) != (n,):
+                raise InputError(f"{where}.{part}: shape {list(t.shape)}, but [{n}] is needed")
+        need(n, where)
+        depth += 1
+        if depth > max_depth:
+            raise InputError(f"{where}: more than {max_depth} LayerNorms, beyond the limit")
+        rows, cols = pending if pending is not None else (n, n)
+        count(rows, cols, 2 * n, where)
+        eps.add(e)
+        pending = None
+        plan.append((where, m, kind, {"weight": gain, "bias": bias, "n": n, **more}))
+
     for key, m in mods:
         where = here(key, m)
         if isinstance(m, nn.Linear):
@@ -306,18 +325,7 @@ def _plan(model: Any, name: str) -> list[tuple[str, Any, str, dict[str, Any]]]:
             width(n, where, "width")
             e = _real_attr(m, "eps", where, 0.0)
             gain, bias = _attr(m, "weight", where), _attr(m, "bias", where)
-            for part, t in (("weight", gain), ("bias", bias)):
-                if t is not None and _shape(t, f"{where}.{part}", 1) != (n,):
-                    raise InputError(f"{where}.{part}: shape {list(t.shape)}, but [{n}] is needed")
-            need(n, where)
-            depth += 1
-            if depth > max_depth:
-                raise InputError(f"{where}: more than {max_depth} LayerNorms, beyond the limit")
-            rows, cols = pending if pending is not None else (n, n)
-            count(rows, cols, 2 * n, where)
-            eps.add(e)
-            pending = None
-            plan.append((where, m, "LayerNorm", {"weight": gain, "bias": bias, "n": n}))
+            normalizer(where, m, "LayerNorm", n, e, gain, bias)
         elif isinstance(m, nn.GroupNorm):
             g = _int_attr(m, "num_groups", where)
             n = _int_attr(m, "num_channels", where)
@@ -336,19 +344,7 @@ def _plan(model: Any, name: str) -> list[tuple[str, Any, str, dict[str, Any]]]:
                 raise InputError(f"{where}: affine, but without its weight")
             if not affine and (gain is not None or bias is not None):
                 raise InputError(f"{where}: not affine, but with a weight or a bias")
-            for part, t in (("weight", gain), ("bias", bias)):
-                if t is not None and _shape(t, f"{where}.{part}", 1) != (n,):
-                    raise InputError(f"{where}.{part}: shape {list(t.shape)}, but [{n}] is needed")
-            need(n, where)
-            depth += 1
-            if depth > max_depth:
-                raise InputError(f"{where}: more than {max_depth} LayerNorms, beyond the limit")
-            rows, cols = pending if pending is not None else (n, n)
-            count(rows, cols, 2 * n, where)
-            eps.add(e)
-            pending = None
-            parts = {"weight": gain, "bias": bias, "n": n, "groups": g}
-            plan.append((where, m, "GroupNorm", parts))
+            normalizer(where, m, "GroupNorm", n, e, gain, bias, groups=g)
         elif isinstance(m, nn.Identity):
             plan.append((where, m, "skip", {}))
         elif isinstance(m, nn.Flatten):
