@@ -4,12 +4,10 @@ For random points in R^3 (standard normal, ``k`` random labels, every class pres
 scikit-learn's digits (1797 points, 64 dimensions, 10 classes), and two Gaussian clusters
 (structured data): label boundaries along the chosen projection (and the median and the most
 over the library's candidate directions), groups of 3 and width, build time, certificate
-time (by the margin theorem, ``groups.step_certificate``, exact; and the library's
-``certify`` once it knows grouped layers), the float rooms ``delta / E`` of
-proofs/ln_g_steps.md §5 (``*``: proved right by Theorem 6), and how many points NumPy and
-PyTorch get right in float64 and float32.  Float passes use the library's backends when
-they know grouped layers, else this file's own (the NumPy backend's arithmetic, group by
-group, in chunks of points).
+time (by the margin theorem, ``groups.step_certificate``, exact; and by the library's
+``certify``), the float rooms ``delta / E`` of proofs/ln_g_steps.md §5 (``*``: proved right
+by Theorem 6), and how many points the library's NumPy and PyTorch backends get right in
+float64 and float32.
 Run ``python benchmarks/bench_ln_g.py [--sizes 2000,10000] [--ks 2,10] [--no-digits]``.
 """
 
@@ -22,13 +20,9 @@ import numpy as np
 
 import lncapacity
 from lncapacity import floats
-from lncapacity.arith import to_float
 from lncapacity.construct.groups import float_boundaries, step_certificate
 from lncapacity.construct.project import directions
 from lncapacity.reproducible import matmul
-
-CHUNK = 20_000_000
-"""Scores computed at a time by this file's float passes (points times width)."""
 
 
 def random_set(m: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -58,76 +52,6 @@ def digits() -> tuple[np.ndarray, np.ndarray]:
     return d.data, d.target
 
 
-def own_forward(net: lncapacity.LNNet, X: np.ndarray, dtype: str) -> np.ndarray:
-    """The NumPy backend's forward pass for a depth-1 grouped net, in chunks of points, with
-    the same roundings: ``product(x, W) + b``; each group's mean and variance summed left to
-    right and divided by 3 (as NumPy's ``mean`` does three numbers), the three features of
-    every group held in three contiguous arrays; the readout by BLAS (``floats.product`` for
-    wide layers)."""
-    dt = np.dtype(dtype).type
-    layer = net.layers[0]
-    W = np.array([[to_float(q) for q in row] for row in layer.W]).astype(dt)
-    b = np.array([to_float(q) for q in layer.b]).astype(dt)
-    R = np.array([[to_float(q) for q in row] for row in net.readout.W]).astype(dt)
-    r = np.array([to_float(q) for q in net.readout.b]).astype(dt)
-    eps = dt(to_float(net.eps))
-    n = W.shape[0]
-    three = dt(3)
-    step = max(1, CHUNK // n)
-    out = []
-    for s in range(0, len(X), step):
-        h = np.asarray(X[s : s + step], dtype=np.float64).astype(dt)
-        y = [matmul(h, W[k::3].T) + b[k::3] for k in range(3)]
-        mean = (y[0] + y[1] + y[2]) / three
-        y = [yk - mean for yk in y]
-        root = np.sqrt((y[0] * y[0] + y[1] * y[1] + y[2] * y[2]) / three + eps)
-        H = np.stack([yk / root for yk in y], axis=-1).reshape(len(h), n)
-        out.append(H @ R.T + r)
-    return np.concatenate(out)
-
-
-def own_torch(net: lncapacity.LNNet, X: np.ndarray, dtype: str) -> np.ndarray:
-    """PyTorch's own modules for a depth-1 grouped net: ``Linear``, ``layer_norm`` over each
-    group of 3 (``(points, groups, 3)``), ``Linear``; one thread, chunks of points."""
-    import torch
-
-    tdt = getattr(torch, dtype)
-    layer = net.layers[0]
-    W = torch.tensor([[to_float(q) for q in row] for row in layer.W], dtype=torch.float64)
-    b = torch.tensor([to_float(q) for q in layer.b], dtype=torch.float64)
-    R = torch.tensor([[to_float(q) for q in row] for row in net.readout.W], dtype=torch.float64)
-    r = torch.tensor([to_float(q) for q in net.readout.b], dtype=torch.float64)
-    W, b, R, r = (a.to(tdt) for a in (W, b, R, r))
-    n = W.shape[0]
-    out = []
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with torch.no_grad():
-            for s in range(0, len(X), max(1, CHUNK // n)):
-                h = torch.from_numpy(np.asarray(X[s : s + CHUNK // n], dtype=np.float64)).to(tdt)
-                Y = torch.nn.functional.linear(h, W, b).reshape(len(h), -1, 3)
-                Y = torch.nn.functional.layer_norm(Y, (3,), eps=to_float(net.eps))
-                out.append(torch.nn.functional.linear(Y.reshape(len(h), n), R, r).numpy())
-    finally:
-        torch.set_num_threads(threads)
-    return np.concatenate(out)
-
-
-def library_knows_groups() -> bool:
-    """Whether ``floats.forward`` and ``certify`` compute grouped layers (branch groups):
-    probed on a three-point net whose scores are known."""
-    X, y = [[0.0], [1.0], [2.0]], [0, 1, 0]
-    net = lncapacity.build(X, y, arch="ln-g")
-    try:
-        same = np.allclose(
-            floats.forward(net, X, "float64"), own_forward(net, np.array(X), "float64")
-        )
-        return bool(same and lncapacity.certify(net, X, y).all_certified)
-    except Exception:
-        return False
-
-
 def right(z: np.ndarray, net: lncapacity.LNNet, y: np.ndarray) -> int:
     idx = np.array([net.classes.index(label) for label in y])
     own = z[np.arange(len(y)), idx].astype(np.float64)
@@ -145,29 +69,22 @@ def candidate_boundaries(X: np.ndarray, y: np.ndarray) -> str:
     return f"{int(np.median(B))}, {int(B.max())}"
 
 
-def row(name: str, X: np.ndarray, y: np.ndarray, eps: str, library: bool) -> str:
+def row(name: str, X: np.ndarray, y: np.ndarray, eps: str) -> str:
     points = lncapacity.points_from_arrays(X, y)
     t0 = time.perf_counter()
     net = lncapacity.build(points, arch="ln-g", eps=eps)
     t1 = time.perf_counter()
     cert = step_certificate(net, points)
     t2 = time.perf_counter()
-    lib = "-"
-    if library:
-        c = lncapacity.certify(net, points)
-        lib = f"{c.certified}/{points.m} in {time.perf_counter() - t2:.2f}"
+    c = lncapacity.certify(net, points)
+    lib = f"{c.certified}/{points.m} in {time.perf_counter() - t2:.2f}"
     counts = []
     t3 = time.perf_counter()
     for backend in ("float64", "float32", "torch-float64", "torch-float32"):
         if backend.startswith("torch") and not floats.have_torch():
             counts.append("-")
             continue
-        if library:
-            z = floats.forward(net, points, backend)
-        elif backend.startswith("torch"):
-            z = own_torch(net, X, backend.split("-")[1])
-        else:
-            z = own_forward(net, X, backend)
+        z = floats.forward(net, points, backend)
         counts.append(f"{right(z, net, points.y)}/{points.m}")
     t4 = time.perf_counter()
     rooms = []
@@ -190,8 +107,6 @@ def main() -> None:
     ap.add_argument("--eps", default="0")
     ap.add_argument("--no-digits", action="store_true")
     a = ap.parse_args()
-    library = library_knows_groups()
-    print(f"float passes: {'the library' if library else 'this file (the library lacks groups)'}")
     print(
         "| set | m | k | boundaries (candidates: median, most) | groups | width | build s "
         "| theorem certificate s | library certify s | room64 | room32 | float64 right "
@@ -201,12 +116,12 @@ def main() -> None:
     for m in map(int, a.sizes.split(",")):
         for k in map(int, a.ks.split(",")):
             X, y = random_set(m, k, seed=m + k)
-            print(row("random R^3", X, y, a.eps, library), flush=True)
+            print(row("random R^3", X, y, a.eps), flush=True)
     X, y = clusters(2000, 1)
-    print(row("two clusters R^3", X, y, a.eps, library), flush=True)
+    print(row("two clusters R^3", X, y, a.eps), flush=True)
     if not a.no_digits:
         X, y = digits()
-        print(row("digits", X, y, a.eps, library), flush=True)
+        print(row("digits", X, y, a.eps), flush=True)
 
 
 if __name__ == "__main__":
