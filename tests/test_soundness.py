@@ -99,16 +99,22 @@ def test_a_handful_through_the_command_line(tmp_path):
         runs.append((["verify-shatter", name, "--workers", "1", "--quiet"], accepted))
     assert any(a for _, a in runs) and not all(a for _, a in runs)
     for args, accepted in runs:
-        p = subprocess.run(
-            [sys.executable, "-m", "lncapacity", *args],
-            cwd=tmp_path,
-            env=ENV,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert p.returncode == (0 if accepted else 2), (args, p.stderr)
-        assert "Traceback" not in p.stderr
+        _exits_as_judged(args, accepted, tmp_path, args)
+
+
+def _exits_as_judged(args: list[str], accepted: bool, cwd: Path, what: object) -> None:
+    """``lncapacity ARGS`` exits 0 when the oracle accepts, 2 when it rejects; never a
+    traceback."""
+    p = subprocess.run(
+        [sys.executable, "-m", "lncapacity", *args],
+        cwd=cwd,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == (0 if accepted else 2), (what, p.stderr)
+    assert "Traceback" not in p.stderr
 
 
 @pytest.mark.slow
@@ -141,16 +147,7 @@ def test_grouped_nets_through_the_command_line(tmp_path):
         header = ",".join(f"x{j}" for j in range(len(X[0]))) + ",label\n"
         (tmp_path / f"d{i}.csv").write_text(header + rows)
         args = ["verify", f"n{i}.json", f"d{i}.csv", "--float", "float64", "--quiet"]
-        p = subprocess.run(
-            [sys.executable, "-m", "lncapacity", *args],
-            cwd=tmp_path,
-            env=ENV,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert p.returncode == (0 if accepted else 2), (kind, p.stderr)
-        assert "Traceback" not in p.stderr
+        _exits_as_judged(args, accepted, tmp_path, kind)
 
 
 def test_the_forger_leaves_valid_json_for_most_net_mutations():
