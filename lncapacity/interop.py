@@ -588,15 +588,7 @@ def from_state_dict(
             m = nn.Linear(in_f, out_f, bias="bias" in e, dtype=dt, device="meta")
             dim = out_f
         elif kind == "LayerNorm":
-            w = e.get("weight", e.get("bias"))
-            if w is not None and w.dim() != 1:
-                raise InputError(f"{where}: needs a 1-D weight")
-            n = w.shape[0] if w is not None else dim
-            if n is None:
-                raise InputError(f"{where}: its width is unknown (no weights, nothing before)")
-            if "bias" in e and "weight" not in e:
-                raise InputError(f"{where}: a bias without a gain: not a torch LayerNorm")
-            dt = w.dtype if w is not None else torch.float32
+            n, dt = _norm_entries(e, dim, where, "LayerNorm")
             m = nn.LayerNorm(
                 n,
                 eps=eps,
@@ -608,17 +600,9 @@ def from_state_dict(
             dim = n
         elif kind.startswith("GroupNorm"):
             g = _spec_groups(kind, where)
-            w = e.get("weight", e.get("bias"))
-            if w is not None and w.dim() != 1:
-                raise InputError(f"{where}: needs a 1-D weight")
-            n = w.shape[0] if w is not None else dim
-            if n is None:
-                raise InputError(f"{where}: its width is unknown (no weights, nothing before)")
-            if "bias" in e and "weight" not in e:
-                raise InputError(f"{where}: a bias without a gain: not a torch GroupNorm")
+            n, dt = _norm_entries(e, dim, where, "GroupNorm")
             if n % g or n // g < 2:
                 raise InputError(f"{where}: {g} groups of {n} channels (groups of 2 or more)")
-            dt = w.dtype if w is not None else torch.float32
             # newer PyTorch has GroupNorm(bias=False); in older ones a GroupNorm has both or neither
             no_bias = {"bias": False} if "weight" in e and "bias" not in e else {}
             try:
@@ -647,6 +631,20 @@ def from_state_dict(
 
 
 _SPEC_GROUPS = re.compile(r"GroupNorm:([1-9][0-9]{0,6})")
+
+
+def _norm_entries(e: dict[str, Any], dim: int | None, where: str, kind: str) -> tuple[int, Any]:
+    """The width and dtype of a state dict's LayerNorm or GroupNorm entries ``e`` (its 1-D
+    weight and bias; without them, the width ``dim`` of what comes before)."""
+    w = e.get("weight", e.get("bias"))
+    if w is not None and w.dim() != 1:
+        raise InputError(f"{where}: needs a 1-D weight")
+    n = w.shape[0] if w is not None else dim
+    if n is None:
+        raise InputError(f"{where}: its width is unknown (no weights, nothing before)")
+    if "bias" in e and "weight" not in e:
+        raise InputError(f"{where}: a bias without a gain: not a torch {kind}")
+    return int(n), (w.dtype if w is not None else import_torch().float32)
 
 
 def _spec_groups(kind: str, where: str) -> int:
