@@ -29,6 +29,7 @@ Needs the ``explore`` extra: ``pip install 'lncapacity[explore]'`` (Plotly).
 
 from __future__ import annotations
 
+import functools
 import html
 import itertools
 import math
@@ -82,6 +83,7 @@ PLAYGROUND_C = (-1.0, -0.5, 0.0, 0.5, 1.0)
 PLAYGROUND_BETA = (0.1, 0.25, 0.5, 1.0, 2.0)
 PLAYGROUND_GAMMA = (-2.0, -1.0, 0.0, 1.0, 2.0)
 """The fold playground's slider values (every combination is a precomputed frame)."""
+PLAYGROUND_PARAMETERS = (PLAYGROUND_C, PLAYGROUND_BETA, PLAYGROUND_GAMMA)
 PLAYGROUND_S = (-4.0, 4.0)
 """The window of input values ``s`` the playground draws."""
 
@@ -187,6 +189,10 @@ def _class_points(
         for g in mine:
             ids = f"id {g[0]}" if len(g) == 1 else f"ids {_ids(g)}<br>{len(g)} merged"
             v = "" if value is None else f"<br>{what} {float(value[g[0]]):.6g}"
+            if value is not None and len(g) > 1 and np.ptp(value[g]) > 0:  # the paper's rule
+                v += (
+                    f" (the merged: {float(np.min(value[g])):.6g} to {float(np.max(value[g])):.6g})"
+                )
             text.append(f"{ids}<br>label {net.classes[i]}{v}")
         out.append(
             {
@@ -633,8 +639,11 @@ def _playground_frame(c: float, beta: float, gamma: float) -> tuple[list[dict[st
     return traces, formula
 
 
+@functools.cache
 def playground_figure() -> Any:
     """The fold playground: sliders for ``c``, ``beta`` and ``gamma`` over precomputed frames.
+
+    The same figure (a Plotly figure dict, computed once: do not change it) for every page.
 
     Every combination of :data:`PLAYGROUND_C`, :data:`PLAYGROUND_BETA` and
     :data:`PLAYGROUND_GAMMA` is a frame named ``"i-j-k"`` (the sliders' positions); the
