@@ -21,7 +21,7 @@ file works offline, with no server):
 Everything shown is computed by the library: the float64 trace, layer curves, merges and
 class arcs by :mod:`lncapacity.explain`, the ladder's columns and merged sets as the static
 ladder computes them (:mod:`lncapacity.plot`), margins by the certificate.  The page is a
-picture, not a proof: the certificate is the proof.  Nets deeper than :data:`MAX_LAYERS`
+picture, not a proof: the certificate is the proof.  Nets deeper than ``MAX_LAYERS``
 layers are subsampled evenly (first and last layer kept), and the page says so.
 
 Needs the ``explore`` extra: ``pip install 'lncapacity[explore]'`` (Plotly).
@@ -105,10 +105,11 @@ def require_plotly() -> Any:
 
 
 def example(name: str) -> tuple[LNNet[fmpq], PointSet]:
-    """The net and points of example ``name`` (:data:`EXAMPLES`), built by :func:`build`.
+    """The net and points of example ``name`` (``EXAMPLES``), built by
+    :func:`lncapacity.construct.build.build`.
 
     ``xor``: the four corners of the square, XOR labels (``runs``).  ``alternating``:
-    :data:`ALTERNATING_POINTS` points ``(k, k^2 mod 7)`` labelled ``k mod 2``, the paper's
+    ``ALTERNATING_POINTS`` points ``(k, k^2 mod 7)`` labelled ``k mod 2``, the paper's
     algorithm (``pma``).  ``iris``: Fisher's 150 flowers (scikit-learn's copy), ``runs``.
     """
     from .construct import build
@@ -360,43 +361,44 @@ def _layer_frame(
         traces += _class_points(
             net, idx, _groups(sets[layer]), (vin, vout), "value out", np.asarray(vout)
         )
-        lines_x: list[float | None] = []
-        lines_t: list[str] = []
-        if net.norm(layer - 1).groups == 1:
-            s0 = layer_constants(net, net.layers[layer - 1].b, rd[layer - 1].col, rd[layer].row)[0]  # type: ignore[union-attr]
-            for where, what in ((s0, "centre"), (folds[layer - 1], "fold point")):
-                if where is not None and math.isfinite(to_float(where)):
-                    x0 = to_float(where)
-                    if lo - pad <= x0 <= hi + pad:
-                        lines_x += [x0, x0, None]
-                        lines_t += [what, what, ""]
         ylo, yhi = float(np.nanmin(curve)), float(np.nanmax(curve))
-        traces.append(
-            {
-                "type": "scatter",
-                "mode": "lines",
-                "x": lines_x,
-                "y": [
-                    ylo if j % 3 == 0 else yhi if j % 3 == 1 else None for j in range(len(lines_x))
-                ],
-                "text": lines_t,
-                "line": {"color": "black", "width": 1, "dash": "dash"},
-                "hovertemplate": "%{text} %{x:.6g}<extra></extra>",
-                "showlegend": False,
-            }
-        )
+        marks: list[tuple[fmpq | None, str, str]] = [(None, "centre", "dash"), (None, "", "dot")]
+        if net.norm(layer - 1).groups == 1:  # an LN-G layer has no single centre or fold
+            s0 = layer_constants(
+                net,
+                net.layers[layer - 1].b,
+                rd[layer - 1].col,  # type: ignore[union-attr]
+                rd[layer].row,  # type: ignore[union-attr]
+            )[0]
+            marks = [(s0, "centre", "dash"), (folds[layer - 1], "fold point", "dot")]
+        for where, what, dash in marks:
+            x0 = to_float(where) if where is not None else math.nan
+            seen = math.isfinite(x0) and lo - pad <= x0 <= hi + pad
+            traces.append(
+                {
+                    "type": "scatter",
+                    "mode": "lines",
+                    "x": [x0, x0] if seen else [],
+                    "y": [ylo, yhi] if seen else [],
+                    "line": {"color": "black", "width": 1.5, "dash": dash},
+                    "hovertemplate": f"{what} %{{x:.6g}}<extra></extra>",
+                    "showlegend": False,
+                }
+            )
         ypad = 0.08 * (yhi - ylo) if yhi > ylo else 1.0
         layout = {
             "xaxis3": {"range": [lo - pad, hi + pad]},
             "yaxis3": {"range": [ylo - ypad, yhi + ypad]},
         }
     else:
-        traces += [_empty() for _ in range(k + 2)]
+        traces += [_empty() for _ in range(k + 3)]
     kind = net.layers[layer - 1].meta.get("kind")
     layout.setdefault("xaxis3", {})["title"] = {
         "text": f"value read by layer {layer}" + (f" ({kind})" if kind else "")
     }
     layout["xaxis2"] = {"title": {"text": f"after layer {layer}: h . u/|u|"}}
+    last = "value the readout reads" if layer == net.depth else f"value layer {layer + 1} reads"
+    layout.setdefault("yaxis3", {})["title"] = {"text": last}
     return traces, layout
 
 
@@ -445,7 +447,7 @@ def _layer_figure(
         col=1,
     )
     frames = []
-    where = [(1, 1)] * (k + 1) + [(2, 1)] * (k + 2) + [(2, 2)] * (k + 2)
+    where = [(1, 1)] * (k + 1) + [(2, 1)] * (k + 2) + [(2, 2)] * (k + 3)
     for n, layer in enumerate(shown):
         traces, layout = _layer_frame(net, trace, idx, sets, cols, ys, layer, folds, arcs)
         if n == 0:
@@ -460,7 +462,6 @@ def _layer_figure(
                 "layout": layout,
             }
         )
-    fig.update_layout(first_layout)
     steps = [
         {
             "label": str(layer),
@@ -493,7 +494,7 @@ def _layer_figure(
     )
     fig.update_xaxes(
         title_text="layer (0 = projection of the input)",
-        dtick=1 if len(chosen_cols) <= 30 else None,
+        dtick=max(1, math.ceil(net.depth / 20)),  # integer ticks
         row=1,
         col=1,
     )
@@ -502,8 +503,7 @@ def _layer_figure(
     fig.update_yaxes(
         title_text="h . v/|v|", range=[-1.4 * R3, 1.4 * R3], scaleanchor="x2", row=2, col=1
     )
-    fig.update_xaxes(title_text="value read by the layer", row=2, col=2)
-    fig.update_yaxes(title_text="value out", row=2, col=2)
+    fig.update_layout(first_layout)  # the first frame's axis titles and ranges
     return {**fig.to_dict(), "frames": frames}, shown
 
 
@@ -645,9 +645,9 @@ def playground_figure() -> Any:
 
     The same figure (a Plotly figure dict, computed once: do not change it) for every page.
 
-    Every combination of :data:`PLAYGROUND_C`, :data:`PLAYGROUND_BETA` and
-    :data:`PLAYGROUND_GAMMA` is a frame named ``"i-j-k"`` (the sliders' positions); the
-    page's glue (:data:`PLAYGROUND_GLUE`) shows the frame of the three sliders' positions.
+    Every combination of ``PLAYGROUND_C``, ``PLAYGROUND_BETA`` and
+    ``PLAYGROUND_GAMMA`` is a frame named ``"i-j-k"`` (the sliders' positions); the
+    page's glue (``PLAYGROUND_GLUE``) shows the frame of the three sliders' positions.
     """
     go = require_plotly().graph_objects
     from plotly.subplots import make_subplots
@@ -746,7 +746,7 @@ so this joins the three sliders' positions into the name of the frame to show.""
 
 
 def _regions_figure(
-    net: LNNet[fmpq], points: PointSet, cert: Certificate, resolution: int = 240
+    net: LNNet[fmpq], points: PointSet, cert: Certificate, resolution: int = 300
 ) -> Any:
     """The class float64 gives on a grid of the plane, the points with their certified margin."""
     go = require_plotly().graph_objects
@@ -775,8 +775,7 @@ def _regions_figure(
             colorscale=scale,
             opacity=0.3,
             showscale=False,
-            customdata=np.array([[str(net.classes[c]) for c in row] for row in win]),
-            hovertemplate="region of class %{customdata}<extra></extra>",
+            hoverinfo="skip",
         )
     )
     for i in range(k):
