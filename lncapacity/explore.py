@@ -220,6 +220,20 @@ def _empty(name: str = "") -> dict[str, Any]:
     return {"type": "scatter", "x": [], "y": [], "name": name, "showlegend": False}
 
 
+def _note(text: str, x: float = 0.5, y: float = 0.5) -> dict[str, Any]:
+    """A line of text in a panel (a scatter in text mode, so that frames can change it)."""
+    return {
+        "type": "scatter",
+        "mode": "text",
+        "x": [x] if text else [],
+        "y": [y] if text else [],
+        "text": [text] if text else [],
+        "textfont": {"size": 15, "color": "#444444"},
+        "hoverinfo": "skip",
+        "showlegend": False,
+    }
+
+
 def _ladder_static(
     net: LNNet[fmpq], idx: np.ndarray, cols: list[int], ys: list[np.ndarray]
 ) -> list[dict[str, Any]]:
@@ -390,8 +404,11 @@ def _layer_frame(
             "xaxis3": {"range": [lo - pad, hi + pad]},
             "yaxis3": {"range": [ylo - ypad, yhi + ypad]},
         }
+        traces.append(_note(""))
     else:
         traces += [_empty() for _ in range(k + 3)]
+        traces.append(_note("no scalar map<br>(a map of rank above one)"))
+        layout = {"xaxis3": {"range": [0, 1]}, "yaxis3": {"range": [0, 1]}}
     kind = net.layers[layer - 1].meta.get("kind")
     layout.setdefault("xaxis3", {})["title"] = {
         "text": f"value read by layer {layer}" + (f" ({kind})" if kind else "")
@@ -434,7 +451,7 @@ def _layer_figure(
     for t in static:
         fig.add_trace(go.Scatter(t), row=1, col=1)
     a = np.linspace(-math.pi, math.pi, 181)
-    fig.add_trace(
+    circle = (
         go.Scatter(
             x=R3 * np.cos(a),
             y=R3 * np.sin(a),
@@ -442,12 +459,13 @@ def _layer_figure(
             line={"color": "#BBBBBB", "width": 1},
             hoverinfo="skip",
             showlegend=False,
-        ),
-        row=2,
-        col=1,
+        )
+        if trace.on_circle
+        else go.Scatter(_note("no circle:<br>some layer is not of width 3", 0.0, 0.0))
     )
+    fig.add_trace(circle, row=2, col=1)
     frames = []
-    where = [(1, 1)] * (k + 1) + [(2, 1)] * (k + 2) + [(2, 2)] * (k + 3)
+    where = [(1, 1)] * (k + 1) + [(2, 1)] * (k + 2) + [(2, 2)] * (k + 4)
     for n, layer in enumerate(shown):
         traces, layout = _layer_frame(net, trace, idx, sets, cols, ys, layer, folds, arcs)
         if n == 0:
@@ -498,7 +516,7 @@ def _layer_figure(
         row=1,
         col=1,
     )
-    fig.update_yaxes(title_text=ylabel.replace("\n", " "), range=[-1.15, 1.15], row=1, col=1)
+    fig.update_yaxes(title_text=ylabel.split("\n")[0], range=[-1.15, 1.15], row=1, col=1)
     fig.update_xaxes(title_text="h . u/|u|", range=[-1.4 * R3, 1.4 * R3], row=2, col=1)
     fig.update_yaxes(
         title_text="h . v/|v|", range=[-1.4 * R3, 1.4 * R3], scaleanchor="x2", row=2, col=1
@@ -860,8 +878,8 @@ _CAPTIONS = {
     "line) and output (right) columns, the circle shows LayerNorm's output after the layer "
     "(the arrow: the direction the next map reads; after the last layer the arcs each class "
     "wins), the fold map the layer's map from the value it reads to the value the next map "
-    "reads (dashed: the centre and the fold point). Hover a point for its id, label and value; "
-    "points merged by the construction are one larger marker (hover: how many).",
+    "reads (dashed: the centre; dotted: the fold point). Hover a point for its id, label and "
+    "value; points merged by the construction are one larger marker (hover: how many).",
     "playground": "<b>Fold playground.</b> One fold gadget: the input value s draws the line "
     "(s - c) u + beta v in the plane orthogonal to (1, 1, 1); LayerNorm scales it onto the "
     "circle of radius sqrt 3 (grey rays), and the read v + gamma u turns the arc into the next "
