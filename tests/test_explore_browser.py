@@ -243,3 +243,21 @@ def test_page_in_headless_chromium(page_file: Path, tmp_path: Path) -> None:
     assert errors == []
     assert len(moved) == 4
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+
+
+def test_a_net_without_circle_or_scalar_maps_says_so() -> None:
+    """An LN-G net (layers wider than 3, maps of rank above one) has no circle and no fold
+    map: the page says so instead of drawing empty panels."""
+    from lncapacity import build, points_from_arrays
+
+    points = points_from_arrays(
+        [[0, 0], [1, 2], [2, 1], [3, 3], [4, 0], [5, 2]], [0, 1, 2, 0, 1, 2]
+    )
+    net = build(points, arch="ln-g")
+    assert net.depth == 1 and net.widths[0] != 3
+    figs, notes = explore.figures(net, points)
+    assert "Some layer is not of width 3: there is no circle to show." in notes
+    texts = [t["text"] for t in figs["layers"]["data"] if t.get("mode") == "text" and t["text"]]
+    assert ["no circle:<br>some layer is not of width 3"] in texts
+    frame = figs["layers"]["frames"][0]["data"]
+    assert ["no scalar map<br>(a map of rank above one)"] in [t.get("text") for t in frame]
