@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from .. import fileformat
+from ..arith import to_float
 from ..errors import InputError
-from ..explain import Trace, layer_curve, reads
+from ..explain import Trace, fold_points, layer_curve, reads
 from ..model import LNNet
 from .common import (
     SLIDE,
@@ -58,11 +59,13 @@ def fold_animation(
     says so).  Raises :class:`~lncapacity.errors.InputError` for a net without layers.
     """
     from matplotlib.animation import FuncAnimation
+    from matplotlib.transforms import blended_transform_factory
 
     _, idx, trace = _setup(net, X, y, trace)
     if not net.layers:
         raise InputError("the net has no LayerNorm layers: there is no fold to animate")
     rd = reads(net)
+    folds = fold_points(net)
     k = len(net.classes)
     layers = [n + 1 for n in _select(net.depth, max_frames)]
     note = "" if len(layers) == net.depth else f" ({len(layers)} of {net.depth} shown)"
@@ -79,6 +82,7 @@ def fold_animation(
             fold.clear()
             vin, vout = trace.values[layer - 1], trace.values[layer]
             fold.set_title(f"layer {layer}{_kind(net, layer)}: value in -> value out")
+            bottom = blended_transform_factory(fold.transData, fold.transAxes)
             if vin is None or vout is None or rd[layer - 1] is None or rd[layer] is None:
                 fold.text(0.5, 0.5, "no scalar map\n(rank above one)", ha="center", va="center")
             else:
@@ -87,6 +91,10 @@ def fold_animation(
                 grid = np.linspace(lo - pad, hi + pad, 400)
                 fold.plot(grid, layer_curve(net, layer, grid, rd), color="0.45", linewidth=1.5)
                 _points(fold, vin, vout, idx, k)
+                turn = folds[layer - 1]
+                if turn is not None and lo - pad <= to_float(turn) <= hi + pad:
+                    fold.axvline(to_float(turn), color="black", linestyle=":", linewidth=1.5)
+                    fold.text(to_float(turn), 0.98, " fold point", va="top", transform=bottom)
                 fold.set_xlabel(f"value read by layer {layer}")
                 fold.set_ylabel("value out" if layer < net.depth else "value the readout reads")
                 fold.ticklabel_format(axis="both", style="sci", scilimits=(-3, 4))
