@@ -540,8 +540,11 @@ def _q(x: float) -> fmpq:
     return fmpq(*float(x).as_integer_ratio())
 
 
-def _playground_frame(c: float, beta: float, gamma: float) -> tuple[list[dict[str, Any]], str]:
-    """The traces of one gadget (plane, circle, fold) and its formula with exact constants."""
+def _playground_frame(
+    c: float, beta: float, gamma: float
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The traces of one gadget (plane, circle, fold) and the layout: its formula with exact
+    constants in the title, the range of the fold."""
     net = _gadget(_q(c), _q(beta), _q(gamma))
     s = np.linspace(*PLAYGROUND_S, 161)
     samples = np.linspace(*PLAYGROUND_S, 17)
@@ -567,11 +570,6 @@ def _playground_frame(c: float, beta: float, gamma: float) -> tuple[list[dict[st
     marks = {"color": samples, "colorscale": "Viridis", "size": 8, "cmin": PLAYGROUND_S[0]}
     marks["cmax"] = PLAYGROUND_S[1]
     hover = "s = %{customdata:.3g}<extra></extra>"
-    vlines_x: list[float | None] = [float(to_float(s0))] * 2 + [None]
-    vlines_t = ["centre s0", "centre s0", ""]
-    if fold is not None and PLAYGROUND_S[0] <= to_float(fold) <= PLAYGROUND_S[1]:
-        vlines_x += [to_float(fold)] * 2 + [None]
-        vlines_t += ["fold point", "fold point", ""]
     lo, hi = float(np.min(curve)), float(np.max(curve))
     traces = [
         {
@@ -634,27 +632,34 @@ def _playground_frame(c: float, beta: float, gamma: float) -> tuple[list[dict[st
             "customdata": samples,
             "hovertemplate": hover,
         },
-        {
-            "x": vlines_x,
-            "y": [lo, hi, None] * (len(vlines_x) // 3),
-            "text": vlines_t,
-            "mode": "lines",
-            "line": {"color": "black", "width": 1, "dash": "dash"},
-            "hovertemplate": "%{text} %{x:.4g}<extra></extra>",
-        },
     ]
+    for where, what, dash in ((s0, "centre s0", "dash"), (fold, "fold point", "dot")):
+        x0 = to_float(where) if where is not None else math.nan
+        seen = PLAYGROUND_S[0] <= x0 <= PLAYGROUND_S[1]  # False for NaN
+        traces.append(
+            {
+                "x": [x0, x0] if seen else [],
+                "y": [lo, hi] if seen else [],
+                "mode": "lines",
+                "line": {"color": "black", "width": 1.5, "dash": dash},
+                "hovertemplate": f"{what} %{{x:.4g}}<extra></extra>",
+            }
+        )
     for tr_ in traces:
         tr_.update({"type": "scatter", "showlegend": False})
 
     def q(x: fmpq) -> str:
         return format_rational(x) if x.q < 1000 else f"{to_float(x):.4g}"
 
+    shift = "s" if s0 == 0 else f"(s - {q(s0)})" if s0 > 0 else f"(s + {q(-s0)})"
+    slope = "" if a2 == 0 else f" + {q(a2)} {shift}" if a2 > 0 else f" - {q(-a2)} {shift}"
     where = "" if fold is None else f", fold point {q(fold)}"
     formula = (
-        f"s' = ({q(a1)} + {q(a2)} (s - {q(s0)})) / sqrt({q(g)} (s - {q(s0)})<sup>2</sup> + {q(k)})"
+        f"s' = ({q(a1)}{slope}) / sqrt({q(g)} {shift}<sup>2</sup> + {q(k)})"
         f"<br><sup>c = {c:g}, beta = {beta:g}, gamma = {gamma:g}: centre s0 = {q(s0)}{where}</sup>"
     )
-    return traces, formula
+    pad = 0.06 * (hi - lo) if hi > lo else 1.0
+    return traces, {"title": {"text": formula}, "yaxis2": {"range": [lo - pad, hi + pad]}}
 
 
 @functools.cache
@@ -685,15 +690,13 @@ def playground_figure() -> Any:
         range(len(PLAYGROUND_C)), range(len(PLAYGROUND_BETA)), range(len(PLAYGROUND_GAMMA))
     )
     for i, j, n in combos:
-        traces, formula = _playground_frame(
-            PLAYGROUND_C[i], PLAYGROUND_BETA[j], PLAYGROUND_GAMMA[n]
-        )
+        traces, layout = _playground_frame(PLAYGROUND_C[i], PLAYGROUND_BETA[j], PLAYGROUND_GAMMA[n])
         name = f"{i}-{j}-{n}"
         if (i, j, n) == start:
             for t_n, t in enumerate(traces):
                 fig.add_trace(go.Scatter(t), row=1, col=1 if t_n < 6 else 2)
-            fig.update_layout(title={"text": formula})
-        frames.append({"name": name, "data": traces, "layout": {"title": {"text": formula}}})
+            first = layout
+        frames.append({"name": name, "data": traces, "layout": layout})
     a = np.linspace(-math.pi, math.pi, 181)
     fig.add_trace(
         go.Scatter(
@@ -744,6 +747,7 @@ def playground_figure() -> Any:
         title_text="s (the value the layer reads)", range=list(PLAYGROUND_S), row=1, col=2
     )
     fig.update_yaxes(title_text="s' (the value the next map reads)", row=1, col=2)
+    fig.update_layout(first)  # the first frame's formula and range
     return {**fig.to_dict(), "frames": frames}
 
 
