@@ -194,7 +194,7 @@ def _class_points(
                 v += (
                     f" (the merged: {float(np.min(value[g])):.6g} to {float(np.max(value[g])):.6g})"
                 )
-            text.append(f"{ids}<br>label {net.classes[i]}{v}")
+            text.append(f"{ids}<br>label {html.escape(str(net.classes[i]))}{v}")
         out.append(
             {
                 "type": "scatter",
@@ -806,7 +806,8 @@ def _regions_figure(
         for p in sel:
             pr = cert.points[p]
             ok = "certified" if pr.certified else "NOT certified"
-            text.append(f"id {p}<br>label {net.classes[i]}<br>margin {pr.margin:.4g} ({ok})")
+            name = html.escape(str(net.classes[i]))
+            text.append(f"id {p}<br>label {name}<br>margin {pr.margin:.4g} ({ok})")
         fig.add_trace(
             go.Scatter(
                 x=F[sel, 0],
