@@ -191,9 +191,8 @@ def _class_points(
             ids = f"id {g[0]}" if len(g) == 1 else f"ids {_ids(g)}<br>{len(g)} merged"
             v = "" if value is None else f"<br>{what} {float(value[g[0]]):.6g}"
             if value is not None and len(g) > 1 and np.ptp(value[g]) > 0:  # the paper's rule
-                v += (
-                    f" (the merged: {float(np.min(value[g])):.6g} to {float(np.max(value[g])):.6g})"
-                )
+                lo, hi = float(np.min(value[g])), float(np.max(value[g]))
+                v += f" (merged values {lo:.6g} to {hi:.6g})"
             text.append(f"{ids}<br>label {html.escape(str(net.classes[i]))}{v}")
         out.append(
             {
