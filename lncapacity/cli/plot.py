@@ -61,6 +61,27 @@ def _output_folder(path: str) -> None:
         raise InputError(f"{path}: cannot create the folder (parent not writable)")
 
 
+def _animate(args: argparse.Namespace) -> int:
+    """``plot --animate FOLDS.gif``: the folds as an animated GIF, one frame per layer."""
+    if os.path.isdir(args.animate):
+        raise InputError(f"{args.animate}: is a folder")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(args.animate))):
+        raise InputError(f"{args.animate}: no such folder {os.path.dirname(args.animate)!r}")
+    from ..plot import animate, require_matplotlib
+
+    require_matplotlib()
+    net = fileformat.load(args.net)
+    points = load_points(args.data)
+    start = time.perf_counter()
+    layers = animate.save_animation(net, points, out=args.animate)
+    seconds = round(time.perf_counter() - start, 3)
+    if args.json:
+        print(json.dumps({"file": args.animate, "frames": layers, "seconds": seconds}, indent=1))
+    else:
+        print(args.animate)
+    return EXIT_OK
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
     if args.animate is not None:
         return _animate(args)
@@ -98,25 +119,4 @@ def cmd_plot(args: argparse.Namespace) -> int:
         print(json.dumps({"files": [str(p) for p in paths], "seconds": seconds}, indent=1))
     else:
         print("\n".join(str(p) for p in paths))
-    return EXIT_OK
-
-
-def _animate(args: argparse.Namespace) -> int:
-    """``plot --animate FOLDS.gif``: the folds as an animated GIF, one frame per layer."""
-    if os.path.isdir(args.animate):
-        raise InputError(f"{args.animate}: is a folder")
-    if not os.path.isdir(os.path.dirname(os.path.abspath(args.animate))):
-        raise InputError(f"{args.animate}: no such folder {os.path.dirname(args.animate)!r}")
-    from ..plot import animate, require_matplotlib
-
-    require_matplotlib()
-    net = fileformat.load(args.net)
-    points = load_points(args.data)
-    start = time.perf_counter()
-    layers = animate.save_animation(net, points, out=args.animate)
-    seconds = round(time.perf_counter() - start, 3)
-    if args.json:
-        print(json.dumps({"file": args.animate, "frames": layers, "seconds": seconds}, indent=1))
-    else:
-        print(args.animate)
     return EXIT_OK
