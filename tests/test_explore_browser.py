@@ -169,8 +169,9 @@ def test_cli_without_plotly_exit_2(
 # in a real browser
 
 
-def _chromium() -> str:
-    """The system's Chromium, or skip saying why."""
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    """The system's Chromium, or skip saying why (before the page is made)."""
     pytest.importorskip(
         "playwright.sync_api", reason="the browser tests need Playwright: pip install playwright"
     )
@@ -191,15 +192,14 @@ def _state(page: Any, div: str) -> str:
     )
 
 
-def test_page_in_headless_chromium(page_file: Path, tmp_path: Path) -> None:
+def test_page_in_headless_chromium(chromium: str, page_file: Path, tmp_path: Path) -> None:
     """Load the page from a file:// URL, move every slider with the mouse, check that the
     figure's data change and that the console has no error, save a screenshot."""
-    binary = _chromium()
     from playwright.sync_api import sync_playwright
 
     errors: list[str] = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=binary, args=["--no-sandbox"])
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
         try:
             page = browser.new_page(viewport={"width": 1200, "height": 900})
             page.set_default_timeout(60_000)
