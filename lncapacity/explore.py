@@ -46,6 +46,7 @@ from .errors import InputError
 from .explain import (
     U_HAT,
     V_HAT,
+    Read,
     Trace,
     as_points,
     class_arcs,
@@ -219,6 +220,17 @@ def _empty(name: str = "") -> dict[str, Any]:
     return {"type": "scatter", "x": [], "y": [], "name": name, "showlegend": False}
 
 
+def _arrow(read: Read | None) -> np.ndarray | None:
+    """The direction a map's read points in the plane of the circle (0.8 of its radius), or
+    None for a map without a rank-one read or with a read along ``(1, 1, 1)``."""
+    if read is None:
+        return None
+    row = np.array([to_float(c) for c in read.row])
+    d = np.array([row @ U_HAT, row @ V_HAT])
+    size = float(np.linalg.norm(d))
+    return 0.8 * R3 * d / size if size > 0 else None
+
+
 def _note(text: str, x: float = 0.5, y: float = 0.5) -> dict[str, Any]:
     """A line of text in a panel (a scatter in text mode, so that frames can change it)."""
     return {
@@ -302,13 +314,8 @@ def _layer_frame(
         t, r = trace.angles[layer - 1], trace.radius[layer - 1]
         xy = (r * np.cos(t), r * np.sin(t))
         traces += _class_points(net, idx, _groups(sets[layer]), xy, "angle/pi", t / math.pi)
-        nxt = rd[layer]
-        d = np.zeros(2)
-        if nxt is not None:
-            row = np.array([to_float(c) for c in nxt.row])
-            d = np.array([row @ U_HAT, row @ V_HAT])
-        if np.linalg.norm(d) > 0:
-            d = 0.8 * R3 * d / np.linalg.norm(d)
+        d = _arrow(rd[layer])
+        if d is not None:
             traces.append(
                 {
                     "type": "scatter",
@@ -560,9 +567,8 @@ def _playground_frame(
     full = float_trace(net, s[:, None])
     arc_x, arc_y = full.radius[0] * np.cos(full.angles[0]), full.radius[0] * np.sin(full.angles[0])
     rd = reads(net)
-    row = np.array([to_float(x) for x in rd[1].row])  # type: ignore[union-attr]
-    d = np.array([row @ U_HAT, row @ V_HAT])
-    d = 0.8 * R3 * d / np.linalg.norm(d)
+    arrow = _arrow(rd[1])  # the read v + gamma u is never zero
+    d = np.zeros(2) if arrow is None else arrow
     curve = layer_curve(net, 1, s, rd)
     s0, g, k, a1, a2 = layer_constants(net, net.layers[0].b, rd[0].col, rd[1].row)  # type: ignore[union-attr]
     fold = fold_points(net)[0]
