@@ -658,9 +658,10 @@ def _playground_frame(
 
     shift = "s" if s0 == 0 else f"(s - {q(s0)})" if s0 > 0 else f"(s + {q(-s0)})"
     slope = "" if a2 == 0 else f" + {q(a2)} {shift}" if a2 > 0 else f" - {q(-a2)} {shift}"
+    top = f"({q(a1)}{slope})" if slope else q(a1)
     where = "" if fold is None else f", fold point {q(fold)}"
     formula = (
-        f"s' = ({q(a1)}{slope}) / sqrt({q(g)} {shift}<sup>2</sup> + {q(k)})"
+        f"s' = {top} / sqrt({q(g)} {shift}<sup>2</sup> + {q(k)})"
         f"<br><sup>c = {c:g}, beta = {beta:g}, gamma = {gamma:g}: centre s0 = {q(s0)}{where}</sup>"
     )
     pad = 0.06 * (hi - lo) if hi > lo else 1.0
