@@ -24,6 +24,7 @@ from ..errors import ConstructionError, InputError
 from . import (
     certify,
     explain,
+    explore,
     export,
     hessian,
     import_,
@@ -43,6 +44,7 @@ from .common import Bar as Bar
 from .common import Interrupted as Interrupted
 from .common import raise_interrupted
 from .explain import cmd_explain as cmd_explain
+from .explore import cmd_explore as cmd_explore
 from .export import cmd_export as cmd_export
 from .hessian import MAX_SAMPLES as MAX_SAMPLES
 from .hessian import cmd_hessian as cmd_hessian
@@ -58,7 +60,8 @@ __all__ = ["build_parser", "main"]
 _margin_text = report.margin_text  # by its name before the commands had modules
 
 COMMAND_MODULES = (
-    certify, verify, shatter, import_, export, verify_shatter, plot, explain, trace, hessian
+    certify, verify, shatter, import_, export, verify_shatter, plot, explore, explain, trace,
+    hessian,
 )  # fmt: skip
 """The commands' modules, in the order ``lncapacity --help`` lists them."""
 

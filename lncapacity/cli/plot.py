@@ -35,6 +35,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         choices=["auto", "runs", "values"],
         help="merge tree of label runs or of merged values (auto: values for pma nets)",
     )
+    pl.add_argument(
+        "--animate",
+        metavar="FOLDS.gif",
+        help="write an animated GIF of the folds instead (one frame per layer: the fold map "
+        "and LayerNorm's circle)",
+    )
     add_output_options(pl)
     pl.set_defaults(handler=cmd_plot)
 
@@ -55,7 +61,30 @@ def _output_folder(path: str) -> None:
         raise InputError(f"{path}: cannot create the folder (parent not writable)")
 
 
+def _animate(args: argparse.Namespace) -> int:
+    """``plot --animate FOLDS.gif``: the folds as an animated GIF, one frame per layer."""
+    if os.path.isdir(args.animate):
+        raise InputError(f"{args.animate}: is a folder")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(args.animate))):
+        raise InputError(f"{args.animate}: no such folder {os.path.dirname(args.animate)!r}")
+    from ..plot import animate, require_matplotlib
+
+    require_matplotlib()
+    net = fileformat.load(args.net)
+    points = load_points(args.data)
+    start = time.perf_counter()
+    layers = animate.save_animation(net, points, out=args.animate)
+    seconds = round(time.perf_counter() - start, 3)
+    if args.json:
+        print(json.dumps({"file": args.animate, "frames": layers, "seconds": seconds}, indent=1))
+    else:
+        print(args.animate)
+    return EXIT_OK
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
+    if args.animate is not None:
+        return _animate(args)
     formats = [f.strip().lower() for f in args.format.split(",") if f.strip()]
     if not formats or any(f not in ("png", "svg", "pdf") for f in formats):
         raise InputError(f"--format: choose from png, svg, pdf, got {args.format!r}")
