@@ -56,6 +56,8 @@ from .groups import (
 LEVEL_WINDOW = fmpq(1, 16)
 """A level lies within this fraction of its ``phi``-gap of the gap's middle (so at least
 ``7/16`` of the gap from each end, as the depth-1 centres)."""
+MAX_BITS = 8192
+"""The most bits the levels are placed with (neighbours closer than that in ``phi``: refused)."""
 LEVEL_CAP = 12
 """At most this many block sizes are tried beyond the best one found so far (the total
 group count is nearly convex in the cap; the search stops there)."""
@@ -195,29 +197,43 @@ def place_levels(
     ts: Sequence[fmpq], runs: Sequence[tuple[int, int, int]], centre: fmpq, b2: fmpq
 ) -> Levels:
     """Each inner level within :data:`LEVEL_WINDOW` of the middle of its gap in ``phi``
-    (rigorous balls at 128 bits); the two virtual ones at a quarter of the way from ``phi``
-    at the end point to ``-1`` (``+1``): every level lies in ``(-1, 1)``."""
+    (rigorous balls, from 128 bits up to :data:`MAX_BITS` while two neighbours' balls
+    overlap); the two virtual ones at a quarter of the way from ``phi`` at the end point to
+    ``-1`` (``+1``): every level lies in ``(-1, 1)``."""
+    bits = 128
+    while True:
+        with precision(bits):
+            got = _levels(ts, runs, centre, b2)
+        if got is not None:
+            return got
+        if bits >= MAX_BITS:
+            raise InputError("two neighbours of different labels are too close to order")
+        bits *= 4
+
+
+def _levels(
+    ts: Sequence[fmpq], runs: Sequence[tuple[int, int, int]], centre: fmpq, b2: fmpq
+) -> Levels | None:
+    """:func:`place_levels` at the current precision; None when two balls overlap."""
     levels: list[fmpq] = []
-    mu: fmpq | None = None
-    with precision(128):
-        first, last = _phi(ts[0], centre, b2), _phi(ts[-1], centre, b2)
-        lo_end = _lower(first)
-        h = (1 + lo_end) / 4
-        levels.append(dyadic_between(lo_end - 2 * h, lo_end - h))
-        mu = lo_end - levels[0]
-        for prev, run in itertools.pairwise(runs):
-            lo, hi = _upper(_phi(ts[prev[2]], centre, b2)), _lower(_phi(ts[run[1]], centre, b2))
-            if not lo < hi:
-                raise InputError("two neighbours of different labels are too close to order")
-            width = hi - lo
-            mid = (lo + hi) / 2
-            level = dyadic_between(mid - width * LEVEL_WINDOW, mid + width * LEVEL_WINDOW, mid)
-            levels.append(level)
-            mu = min(mu, level - lo, hi - level)
-        hi_end = _upper(last)
-        h = (1 - hi_end) / 4
-        levels.append(dyadic_between(hi_end + h, hi_end + 2 * h))
-        mu = min(mu, levels[-1] - hi_end)
+    first, last = _phi(ts[0], centre, b2), _phi(ts[-1], centre, b2)
+    lo_end = _lower(first)
+    h = (1 + lo_end) / 4
+    levels.append(dyadic_between(lo_end - 2 * h, lo_end - h))
+    mu = lo_end - levels[0]
+    for prev, run in itertools.pairwise(runs):
+        lo, hi = _upper(_phi(ts[prev[2]], centre, b2)), _lower(_phi(ts[run[1]], centre, b2))
+        if not lo < hi:
+            return None
+        width = hi - lo
+        mid = (lo + hi) / 2
+        level = dyadic_between(mid - width * LEVEL_WINDOW, mid + width * LEVEL_WINDOW, mid)
+        levels.append(level)
+        mu = min(mu, level - lo, hi - level)
+    hi_end = _upper(last)
+    h = (1 - hi_end) / 4
+    levels.append(dyadic_between(hi_end + h, hi_end + 2 * h))
+    mu = min(mu, levels[-1] - hi_end)
     return Levels(tuple(levels), mu)
 
 
