@@ -46,10 +46,11 @@ from ..model import Affine, Label, LNNet, Norm
 from .groups import (
     GROUP,
     WINDOW,
+    Frame,
     _floor4,
     _power_of_two_at_least,
     _short,
-    choose_direction,
+    line,
     steepness,
 )
 
@@ -303,7 +304,7 @@ def build_ln_g_deep(
     seed: int = 0,
     classes: Sequence[Label] | None = None,
     meta: dict[str, Any] | None = None,
-    frame: tuple[Sequence[Sequence[fmpq]], Sequence[fmpq], Sequence[fmpq]] | None = None,
+    frame: Frame | None = None,
 ) -> LNNet[fmpq]:
     """An LN-G net of ``depth >= 2`` layers (groups of 3) that classifies every point of
     ``points`` correctly with a margin of at least ``(7/16) sqrt(6)`` (proofs/ln_g_depth.md,
@@ -312,16 +313,8 @@ def build_ln_g_deep(
     :func:`.groups.build_ln_g`'s."""
     if depth < 2:
         raise InputError(f"depth {depth}: the block construction has depth 2 or more")
-    cls = tuple(points.classes if classes is None else classes)
-    if missing := sorted(set(points.y) - set(cls), key=str):
-        raise InputError(f"labels {missing} are not among the classes {list(cls)}")
-    present = sorted(set(points.y), key=cls.index)
-    yk = [present.index(label) for label in points.y]
+    cls, present, yk, read, shift, t = line(points, seed, classes, frame)
     d = points.d
-    Xn, scale, offset = frame if frame is not None else (points.X, [fmpq(1)] * d, [fmpq(0)] * d)
-    w, t = choose_direction(Xn, yk, seed)
-    read = tuple(wi / si for wi, si in zip(w, scale, strict=True))
-    shift = sum((r * o for r, o in zip(read, offset, strict=True)), fmpq(0))
     order = sorted(range(len(t)), key=t.__getitem__)
     ts = [t[i] for i in order]
     ls = [yk[i] for i in order]
