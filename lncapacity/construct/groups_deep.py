@@ -60,8 +60,8 @@ LEVEL_WINDOW = fmpq(1, 16)
 MAX_BITS = 8192
 """The most bits the levels are placed with (neighbours closer than that in ``phi``: refused)."""
 LEVEL_CAP = 12
-"""At most this many block sizes are tried beyond the best one found so far (the total
-group count is nearly convex in the cap; the search stops there)."""
+"""At most this many caps (steps per channel and block) are tried beyond the best one found
+so far (the group count is nearly convex in the cap; the search stops there)."""
 
 
 @dataclass(frozen=True)
