@@ -81,7 +81,7 @@ def build(
     exact: bool = False,
     arch: str = DEFAULT_ARCH,
 ) -> LNNet[fmpq]:
-    """A width-3 LN-Net (or, with ``arch="ln-g"``, a depth-1 LN-G net) that classifies every
+    """A width-3 LN-Net (or, with ``arch="ln-g"``, an LN-G net) that classifies every
     point of ``(X, y)`` correctly.
 
     ``X`` is a :class:`~lncapacity.data.PointSet` (then ``y`` is omitted) or an
