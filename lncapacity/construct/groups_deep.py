@@ -199,8 +199,8 @@ def place_levels(
 ) -> Levels:
     """Each inner level within :data:`LEVEL_WINDOW` of the middle of its gap in ``phi``
     (rigorous balls, from 128 bits up to :data:`MAX_BITS` while two neighbours' balls
-    overlap); the two virtual ones at a quarter of the way from ``phi`` at the end point to
-    ``-1`` (``+1``): every level lies in ``(-1, 1)``."""
+    overlap); the two virtual ones between a quarter and half of the way from ``phi`` at the
+    end point to ``-1`` (``+1``): every level lies in ``(-1, 1)``."""
     bits = 128
     while True:
         with precision(bits):
