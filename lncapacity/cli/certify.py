@@ -19,8 +19,8 @@ from .report import check_and_report, check_float_options
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = sub.add_parser(
         "certify",
-        help="build a width-3 LN-Net (or a depth-1 LN-G net) for labelled points and certify it",
-        description="Build a width-3 LN-Net (--arch ln-g: a depth-1 LN-G net) that classifies "
+        help="build a width-3 LN-Net (or an LN-G net) for labelled points and certify it",
+        description="Build a width-3 LN-Net (--arch ln-g: an LN-G net) that classifies "
         "every point of DATA (CSV with a 'label' column, .npy with labels in the last column, "
         "or .npz with X and y), certify it with rigorous ball arithmetic, and check it in "
         "float64 and float32 (NumPy, and PyTorch's own modules when torch is installed).",
@@ -32,8 +32,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--arch",
         default=DEFAULT_ARCH,
         choices=list(ARCHS),
-        help="ln3 (default: the width-3 LN-Net, every --method) or ln-g (depth 1, one "
-        "LayerNorm group of 3 per label boundary of a projection, any number of classes)",
+        help="ln3 (default: the width-3 LN-Net, every --method) or ln-g (groups of 3, any "
+        "number of classes: depth 1, one group per label boundary of a projection; --depth 2: "
+        "about 2 sqrt(boundaries) groups; --depth 3 or more: the depth-2 net re-stepped)",
     )
     c.add_argument("--depth", type=int, metavar="L", help="pad to exactly L LayerNorm layers")
     c.add_argument(
@@ -113,9 +114,9 @@ def ln_g_arguments(args: argparse.Namespace) -> None:
             f"--arch ln-g: --method {args.method} builds ln3 nets; ln-g nets are built by "
             "steps, one group per label boundary (drop --method)"
         )
-    if args.depth is not None and args.depth > 1:
-        raise InputError(f"--arch ln-g: --depth {args.depth}: depth > 1 for ln-g is not built yet")
+    if args.depth is not None and args.depth < 0:
+        raise InputError(f"--arch ln-g: --depth {args.depth}: a depth is at least 1")
     if args.depth == 0:
-        raise InputError("--arch ln-g: --depth 0 has no LayerNorm; ln-g nets have depth 1")
+        raise InputError("--arch ln-g: --depth 0 has no LayerNorm; ln-g nets have depth 1 or more")
     if args.exact:
         raise InputError("--arch ln-g: --exact is the paper's algorithm for ln3 nets")

@@ -19,12 +19,13 @@ from flint import fmpq
 from ..arith import dyadic_between, epsilon
 from ..data import PointSet, named_labels, points_from_arrays
 from ..errors import InputError
-from ..fileformat import read_vector
+from ..fileformat import MAX_DEPTH, read_vector
 from ..model import Affine, Label, LNNet
 from ..version import __version__
 from .circle import CIRCLE_META, Handoff, build_circle  # method "circle" (issue 18)
 from .fold import Chain, FoldStep, exact_float, fold_layer, reversal
 from .groups import build_ln_g  # arch "ln-g" (issue 30)
+from .groups_deep import build_ln_g_deep  # arch "ln-g", depth 2 and more (issue 30, part 3)
 from .multiclass import envelope, merge_runs_k, pma_k
 from .peel import merge_peel
 from .pma import Progress, order_groups, pma, power_of_two_near
@@ -62,7 +63,8 @@ circle is shallower but its search costs seconds to minutes)."""
 CHOICES = ("auto", *METHODS)
 ARCHS = ("ln3", "ln-g")
 """The architectures :func:`build` builds: ``ln3``, the width-3 LN-Net (every method above),
-and ``ln-g``, depth 1 with one LayerNorm group of 3 per label boundary (:mod:`.groups`)."""
+and ``ln-g``: depth 1 with one LayerNorm group of 3 per label boundary (:mod:`.groups`), or
+depth 2 and more with ``O(sqrt m)`` groups (blocks of label runs, :mod:`.groups_deep`)."""
 DEFAULT_ARCH = "ln3"
 
 
@@ -79,7 +81,7 @@ def build(
     exact: bool = False,
     arch: str = DEFAULT_ARCH,
 ) -> LNNet[fmpq]:
-    """A width-3 LN-Net (or, with ``arch="ln-g"``, a depth-1 LN-G net) that classifies every
+    """A width-3 LN-Net (or, with ``arch="ln-g"``, an LN-G net) that classifies every
     point of ``(X, y)`` correctly.
 
     ``X`` is a :class:`~lncapacity.data.PointSet` (then ``y`` is omitted) or an
@@ -100,8 +102,10 @@ def build(
     (algebraic numbers, :mod:`.exact`, proofs/exact_merges.md), so merged values are equal.
     ``arch``: ``"ln3"`` (the default: everything above) or ``"ln-g"``: depth 1, one
     LayerNorm group of 3 per label boundary of a projection, any number of classes
-    (:func:`.groups.build_ln_g`, proofs/ln_g_steps.md); ``method`` stays ``"auto"``,
-    ``depth`` is ``None`` or 1.
+    (:func:`.groups.build_ln_g`, proofs/ln_g_steps.md), or with ``depth >= 2`` far fewer
+    groups, about ``2 sqrt(b)`` for ``b`` label boundaries and two classes
+    (:func:`.groups_deep.build_ln_g_deep`, proofs/ln_g_depth.md; depth 3 and more re-step
+    the depth-2 net's scores, no fewer groups); ``method`` stays ``"auto"``.
     """
     points = X if isinstance(X, PointSet) else points_from_arrays(X, y)
     eps_q = _eps(eps)
@@ -118,6 +122,10 @@ def build(
         ln_g_options(method, depth, exact)
         meta_g: dict[str, Any] = {"generator": f"lncapacity {__version__}"}
         frame = _normalise(points.X)
+        if depth is not None and depth >= 2:
+            return build_ln_g_deep(
+                points, eps_q, depth, seed=seed, classes=cls, meta=meta_g, frame=frame
+            )
         return build_ln_g(points, eps_q, seed=seed, classes=cls, meta=meta_g, frame=frame)
     if method == "auto":
         method = "circle" if len(set(points.y)) > 2 else "runs"
@@ -173,16 +181,16 @@ def build(
 
 def ln_g_options(method: str, depth: int | None, exact: bool) -> None:
     """:class:`InputError` unless ``method``, ``depth`` and ``exact`` suit ``arch="ln-g"``:
-    one construction (steps), depth 1."""
+    steps (depth 1, the default) or blocks (depth 2 up to ``fileformat.MAX_DEPTH``)."""
     if method != DEFAULT_METHOD:
         raise InputError(
             f"method {method!r} builds ln3 nets; ln-g nets are built by steps (leave method "
             f"{DEFAULT_METHOD!r})"
         )
-    if depth is not None and depth > 1:
-        raise InputError(f"depth {depth}: depth > 1 for ln-g is not built yet (depth 1 only)")
+    if depth is not None and depth > MAX_DEPTH:
+        raise InputError(f"depth {depth}: beyond the limit of {MAX_DEPTH} layers")
     if depth == 0:
-        raise InputError("depth 0 has no LayerNorm: ln-g nets have depth 1")
+        raise InputError("depth 0 has no LayerNorm: ln-g nets have depth 1 or more")
     if exact:
         raise InputError("exact merges are the paper's algorithm for ln3 nets, not ln-g")
 

@@ -90,7 +90,7 @@ def build_ln_g(
     seed: int = 0,
     classes: Sequence[Label] | None = None,
     meta: dict[str, Any] | None = None,
-    frame: tuple[Sequence[Sequence[fmpq]], Sequence[fmpq], Sequence[fmpq]] | None = None,
+    frame: Frame | None = None,
 ) -> LNNet[fmpq]:
     """A depth-1 LN-G net (groups of 3, one per label boundary and two more) that classifies
     every point of ``points`` correctly, with a margin of at least ``0.92 sqrt(6)``.
@@ -100,16 +100,7 @@ def build_ln_g(
     coordinatewise: the coordinates the direction is searched in (``build`` passes its
     normalised ones; default ``points.X`` itself).  ``meta`` is updated and becomes the net's.
     """
-    cls = tuple(points.classes if classes is None else classes)
-    if missing := sorted(set(points.y) - set(cls), key=str):
-        raise InputError(f"labels {missing} are not among the classes {list(cls)}")
-    present = sorted(set(points.y), key=cls.index)
-    yk = [present.index(label) for label in points.y]
-    d = points.d
-    Xn, scale, offset = frame if frame is not None else (points.X, [fmpq(1)] * d, [fmpq(0)] * d)
-    w, t = choose_direction(Xn, yk, seed)
-    read = tuple(wi / si for wi, si in zip(w, scale, strict=True))
-    shift = sum((r * o for r, o in zip(read, offset, strict=True)), fmpq(0))
+    cls, present, yk, read, shift, t = line(points, seed, classes, frame)
     steps = place_centres(read, shift, t, yk)
     beta, S = steepness(steps.delta, eps)
     b2 = 3 * beta**2 + 3 * eps / (2 * S**2)
@@ -144,6 +135,31 @@ def build_ln_g(
 
 # ---------------------------------------------------------------------------
 # the projection
+
+
+Frame = tuple[Sequence[Sequence[fmpq]], Sequence[fmpq], Sequence[fmpq]]
+"""``(X', s, o)`` with ``x = s x' + o`` coordinatewise (``build``'s normalised coordinates)."""
+
+
+def line(
+    points: PointSet, seed: int, classes: Sequence[Label] | None, frame: Frame | None
+) -> tuple[tuple[Label, ...], list[Label], list[int], tuple[fmpq, ...], fmpq, list[fmpq]]:
+    """The line an LN-G net reads: ``(classes, present, yk, read, shift, t)`` with ``yk`` the
+    points' labels numbered in ``present`` (the classes that occur, in ``classes``' order),
+    and ``t = read^T x - shift`` exactly for every point (:func:`choose_direction`, searched
+    in the coordinates of ``frame``, default ``points.X``).  :class:`InputError` for a label
+    not among ``classes``."""
+    cls = tuple(points.classes if classes is None else classes)
+    if missing := sorted(set(points.y) - set(cls), key=str):
+        raise InputError(f"labels {missing} are not among the classes {list(cls)}")
+    present = sorted(set(points.y), key=cls.index)
+    yk = [present.index(label) for label in points.y]
+    d = points.d
+    Xn, scale, offset = frame if frame is not None else (points.X, [fmpq(1)] * d, [fmpq(0)] * d)
+    w, t = choose_direction(Xn, yk, seed)
+    read = tuple(wi / si for wi, si in zip(w, scale, strict=True))
+    shift = sum((r * o for r, o in zip(read, offset, strict=True)), fmpq(0))
+    return cls, present, yk, read, shift, t
 
 
 def choose_direction(
