@@ -304,12 +304,11 @@ def _pivots(A: np.ndarray, r: int) -> list[int]:
     """Up to ``r`` row indices of ``A`` picked by pivoted Gram-Schmidt (largest residual)."""
     R = np.array(A, dtype=np.float64, copy=True)
     picked: list[int] = []
-    scale = np.abs(R).max() if R.size else 0.0
     for _ in range(min(r, R.shape[0])):
         norms = np.einsum("ij,ij->i", R, R)
         norms[picked] = -1.0
         i = int(np.argmax(norms))
-        if norms[i] <= (scale * 1e-12) ** 2:
+        if not norms[i] > 0:  # the balls decide; floats only choose
             break
         picked.append(i)
         q = R[i] / np.sqrt(norms[i])
