@@ -85,25 +85,67 @@ def _class_list(text: str) -> tuple[int, ...]:
 
 
 def cmd_capacity(args: argparse.Namespace) -> int:
+    if max(args.classes) > args.m:
+        raise InputError(
+            f"--classes {max(args.classes)} needs at least as many points (--m {args.m})"
+        )
+    summary = capacity_summary(
+        args.m,
+        args.classes,
+        args.dim,
+        args.seed,
+        ln3=not args.no_ln3,
+        ranks=not args.no_rank,
+        train=args.train,
+        train_iter=args.train_iter,
+        quiet=args.quiet,
+    )
+    if args.json:
+        print(json.dumps(summary, indent=1))
+    else:
+        _print_text(summary, args.train)
+    failed = [
+        f"{n['arch']} depth {n['depth']} with {r['classes']} classes"
+        for r in summary["results"]
+        for n in r["nets"]
+        if n["status"] == "not certified"
+    ]
+    if failed:
+        print(f"lncapacity: certificate failed: {', '.join(failed)}", file=sys.stderr)
+        return EXIT_BAD
+    return EXIT_OK
+
+
+def capacity_summary(
+    m: int,
+    classes: tuple[int, ...],
+    dim: int = 3,
+    seed: int = 0,
+    *,
+    ln3: bool = True,
+    ranks: bool = True,
+    train: bool = False,
+    train_iter: int = 2000,
+    quiet: bool = True,
+) -> dict[str, Any]:
+    """What ``lncapacity capacity`` prints (its ``--json``), for the benchmark too: per number
+    of classes, each architecture's row, the counting bound and the linear model; the ranks."""
     from ..data import points_from_arrays
     from ..theory.capacity import counting_bound, linear_accuracy, random_labels
 
-    m, dim = args.m, args.dim
-    if max(args.classes) > m:
-        raise InputError(f"--classes {max(args.classes)} needs at least as many points (--m {m})")
-    trainer = _trainer() if args.train else None
+    trainer = _trainer() if train else None
     results = []
-    for k in args.classes:
-        X, y = random_labels(m, k, dim, args.seed)
+    for k in classes:
+        X, y = random_labels(m, k, dim, seed)
         points = points_from_arrays(X, y)
         if points.m != m:  # pragma: no cover - standard normal points do not repeat
             raise InputError(f"the random points repeat ({points.m} distinct of {m})")
-        archs = [] if args.no_ln3 else [("ln3", None)]
+        archs: list[tuple[str, int | None]] = [("ln3", None)] if ln3 else []
         archs += [("ln-g", d) for d in LN_G_DEPTHS]
-        nets = [_row(points, arch, depth, k, args.quiet) for arch, depth in archs]
-        if args.train:
+        nets = [_row(points, arch, depth, k, quiet) for arch, depth in archs]
+        if train:
             for row in nets:
-                _train_row(row, X, y, trainer, args)
+                _train_row(row, X, y, trainer, seed, train_iter, quiet)
         results.append(
             {
                 "classes": k,
@@ -112,29 +154,14 @@ def cmd_capacity(args: argparse.Namespace) -> int:
                 "nets": [{key: v for key, v in r.items() if key != "net"} for r in nets],
             }
         )
-    ranks = None if args.no_rank else _ranks(m, dim, args.seed, args.quiet)
-    summary = {
+    return {
         "m": m,
         "dim": dim,
-        "seed": args.seed,
+        "seed": seed,
         "bits_per_parameter": BITS,
         "results": results,
-        "ranks": ranks,
+        "ranks": _ranks(m, dim, seed, quiet) if ranks else None,
     }
-    if args.json:
-        print(json.dumps(summary, indent=1))
-    else:
-        _print_text(summary, args.train)
-    failed = [
-        f"{n['arch']} depth {n['depth']} with {r['classes']} classes"
-        for r in results
-        for n in r["nets"]
-        if n["status"] == "not certified"
-    ]
-    if failed:
-        print(f"lncapacity: certificate failed: {', '.join(failed)}", file=sys.stderr)
-        return EXIT_BAD
-    return EXIT_OK
 
 
 def _row(points: Any, arch: str, depth: int | None, k: int, quiet: bool) -> dict[str, Any]:
@@ -180,7 +207,13 @@ def _trainer() -> Callable[..., Any] | None:
 
 
 def _train_row(
-    row: dict[str, Any], X: Any, y: Any, trainer: Callable[..., Any] | None, args: Any
+    row: dict[str, Any],
+    X: Any,
+    y: Any,
+    trainer: Callable[..., Any] | None,
+    seed: int,
+    train_iter: int,
+    quiet: bool,
 ) -> None:
     """Train ``row``'s architecture with Adam: its first layer's width and groups, its depth."""
     net = row["net"]
@@ -192,20 +225,20 @@ def _train_row(
         return
     result, seconds = run(
         f"train {row['arch']} depth {net.depth}",
-        args.quiet,
+        quiet,
         lambda bar: trainer(
             X,
             y,
             width=net.widths[0],
             depth=net.depth,
             groups=net.groups[0],
-            random_state=args.seed,
-            max_iter=args.train_iter,
+            random_state=seed,
+            max_iter=train_iter,
         ),
     )
     try:
         row["train_accuracy"] = float(result.train_accuracy)
-        row["train_note"] = f"{args.train_iter} Adam steps at most, {seconds:.1f} s"
+        row["train_note"] = f"{train_iter} Adam steps at most, {seconds:.1f} s"
     except AttributeError:
         row["train_accuracy"], row["train_note"] = None, TRAIN_MISSING
 
