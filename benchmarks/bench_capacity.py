@@ -17,8 +17,8 @@ nets, LN against LN-G with 16 groups of 4, depth 1 to 6 (proved ranks: proofs/ln
 
 The width-3 net is skipped (noted in the table) from ``--ln3-max`` points (default 10,000:
 depth about m/2, hours) and, with more than two classes, from ``--ln3-multiclass-max``
-(default 10,000; at 1,000 points and 10 classes its build took 424 s, depth 990, and its
-certificate 54 s, at a load average of about 10 on 2 cores).
+(default 10,000; at 1,000 points and 10 classes it took 285 s to build and certify, depth
+989, in docs/tables/capacity.md, at a load average of 15 to 30 on 2 cores).
 """
 
 from __future__ import annotations
@@ -133,6 +133,9 @@ def main() -> None:
                 for row in rk["layers"]
             ]
             out(f"| {rk['m']:,} | {name} | " + " | ".join(cells) + " |")
+    if hasattr(os, "getloadavg"):
+        out()
+        out(f"Load average at the end: {os.getloadavg()[0]:.1f}.")
     MD.save()
 
 
