@@ -165,6 +165,15 @@ def test_capacity_train_columns(monkeypatch, capsys):
     nets = json.loads(capsys.readouterr().out)["results"][0]["nets"]
     assert nets[0]["train_accuracy"] == 0.75
     assert seen[0][1:] == (1, nets[0]["groups"], 7) and seen[0][0] == nets[0]["total_width"]
+
+    def refuses(X, y, **kwargs):
+        raise lncapacity.InputError("width: too wide")
+
+    monkeypatch.setattr(cli_capacity, "_trainer", lambda: refuses)
+    assert main([*args, "--json", "--quiet"]) == 0
+    nets = json.loads(capsys.readouterr().out)["results"][0]["nets"]
+    assert nets[0]["train_accuracy"] is None
+    assert nets[0]["train_note"] == "not trained: width: too wide"
     monkeypatch.setattr(cli_capacity, "_trainer", lambda: None)
     assert main([*args, "--quiet"]) == 0
     assert cli_capacity.TRAIN_MISSING in capsys.readouterr().out

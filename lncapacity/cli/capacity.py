@@ -223,19 +223,23 @@ def _train_row(
     if trainer is None:
         row["train_accuracy"], row["train_note"] = None, TRAIN_MISSING
         return
-    result, seconds = run(
-        f"train {row['arch']} depth {net.depth}",
-        quiet,
-        lambda bar: trainer(
-            X,
-            y,
-            width=net.widths[0],
-            depth=net.depth,
-            groups=net.groups[0],
-            random_state=seed,
-            max_iter=train_iter,
-        ),
-    )
+    try:
+        result, seconds = run(
+            f"train {row['arch']} depth {net.depth}",
+            quiet,
+            lambda bar: trainer(
+                X,
+                y,
+                width=net.widths[0],
+                depth=net.depth,
+                groups=net.groups[0],
+                random_state=seed,
+                max_iter=train_iter,
+            ),
+        )
+    except InputError as e:  # the trainer's own limits (e.g. its widest layer): a row note
+        row["train_accuracy"], row["train_note"] = None, f"not trained: {e}"
+        return
     try:
         row["train_accuracy"] = float(result.train_accuracy)
         row["train_note"] = f"{train_iter} Adam steps at most, {seconds:.1f} s"
