@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from .. import __version__
 from ..errors import ConstructionError, InputError
 from . import (
+    capacity,
     certify,
     explain,
     explore,
@@ -35,6 +36,7 @@ from . import (
     verify,
     verify_shatter,
 )
+from .capacity import cmd_capacity as cmd_capacity
 from .certify import cmd_certify as cmd_certify
 from .common import EXIT_BAD as EXIT_BAD
 from .common import EXIT_INTERNAL as EXIT_INTERNAL
@@ -61,7 +63,7 @@ _margin_text = report.margin_text  # by its name before the commands had modules
 
 COMMAND_MODULES = (
     certify, verify, shatter, import_, export, verify_shatter, plot, explore, explain, trace,
-    hessian,
+    hessian, capacity,
 )  # fmt: skip
 """The commands' modules, in the order ``lncapacity --help`` lists them."""
 

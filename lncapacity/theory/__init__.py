@@ -9,6 +9,8 @@
 * :mod:`~lncapacity.theory.geometry`: LayerNorm as projection and scaling
   (seed 004), its hyperellipsoid image with a gain (seed 002), selectable
   keys, and BatchNorm with fixed or per-batch statistics (seed 003).
+* :mod:`~lncapacity.theory.capacity`: the rank of each layer's LayerNorm output (proved
+  bounds, LN against LN-G) and the counting bound on parameters (``lncapacity capacity``).
 * ``GroupLayerNorm`` (PyTorch, optional): LN-G as an ``nn.Module``.
 
 Every claim has a Markdown proof and an executable check in ``proofs/``.
@@ -24,7 +26,8 @@ Every claim has a Markdown proof and an executable check in ``proofs/``.
 
 from __future__ import annotations
 
-from . import geometry
+from . import capacity, geometry
+from .capacity import LayerRank, counting_bound, layer_ranks
 from .hessian import (
     hessian_measure,
     hessian_measure_exact,
@@ -40,12 +43,16 @@ from .separability import lssr, scatter_matrices, ssr
 __all__ = [
     "CertifiedReal",
     "GroupLayerNorm",
+    "LayerRank",
     "LayerStats",
+    "capacity",
+    "counting_bound",
     "geometry",
     "hessian_measure",
     "hessian_measure_exact",
     "hessian_ratio",
     "layer_norm_groups",
+    "layer_ranks",
     "ln_hessian",
     "lssr",
     "ratio_lower_bound",
