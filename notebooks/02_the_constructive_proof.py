@@ -13,7 +13,8 @@
 # %% [markdown]
 # # The constructive proof: the Projection Merge Algorithm, fold by fold
 #
-# **Theorem** (Ni et al., ICML 2024; seed 000). A width-3 LN-Net with $L$ LayerNorm layers
+# **Theorem** ([Ni, Guo, Jia and Huang, *On the Nonlinearity of Layer Normalization*, ICML
+# 2024](https://arxiv.org/abs/2406.01255)). A width-3 LN-Net with $L$ LayerNorm layers
 # classifies any $L + 2$ labelled points, under every labeling: its VC dimension is at
 # least $L + 2$.
 #

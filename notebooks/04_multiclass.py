@@ -15,7 +15,9 @@
 #
 # With two labels a fold can only do good: the two values that meet have one label, and
 # whatever lands on top of what is of that label or the other, never a third. With three
-# or more labels a fold can **confuse** labels. The slides (seed 000) say only
+# or more labels a fold can **confuse** labels. The slides of
+# [Ni, Guo, Jia and Huang, *On the Nonlinearity of Layer Normalization*, ICML
+# 2024](https://arxiv.org/abs/2406.01255) say only
 # "Confusion! Difference: Confusion is possible. Solution: Breaking Parallelization."
 # This notebook shows what that means and how `lncapacity` does it
 # (proofs/multiclass.md):
@@ -198,7 +200,7 @@ for i, name in enumerate(net_runs.classes):
     colour, marker = plot.class_style(i, len(net_runs.classes))
     a, b = lines[name]
     sign = "-" if b < 0 else "+"
-    ax.plot(grid, a * grid + b, color=colour, label=f"class {name}: {a:g} s {sign} {abs(b):g}")
+    ax.plot(grid, a * grid + b, color=colour, label=f"class {name}: ${a:g}\\,s {sign} {abs(b):g}$")
     mine = [k for k in range(len(X)) if y[k] == name]
     ax.scatter(
         s_last[mine],
@@ -214,14 +216,14 @@ ax.plot(grid, envelope, color="black", linewidth=3, alpha=0.25, label="upper env
 for t in taus:
     ax.axvline(t, color="0.4", linestyle=":")
     ax.annotate(
-        f"tau = {t:g}",
+        rf"$\tau = {t:g}$",
         (t, ax.get_ylim()[0]),
         xytext=(4, 6),
         textcoords="offset points",
         color="0.3",
     )
 ax.set(
-    xlabel="s (the last value, read from the last LayerNorm output)",
+    xlabel="$s$ (the last value, read from the last LayerNorm output)",
     ylabel="score",
     title="The envelope readout of the runs net: each point's own line is on top",
 )

@@ -180,8 +180,8 @@ def circles(
             ax.set_ylim(-lim, lim)
             ax.set_aspect("equal")
             ax.set_title(f"after layer {layer}{_kind(net, layer)}")
-            ax.set_xlabel("h . u/|u|")
-            ax.set_ylabel("h . v/|v|")
+            ax.set_xlabel(r"$h \cdot u/|u|$")
+            ax.set_ylabel(r"$h \cdot v/|v|$")
         handles = _class_handles(net, present)
         if drew_read:
             handles.append(Line2D([], [], color="0.25", marker=">", label="next read"))

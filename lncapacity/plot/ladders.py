@@ -140,7 +140,7 @@ def _ladder_columns(
     for layer in range(1, trace.depth + 1):
         cols.append(layer)
         ys.append(trace.angles[layer - 1] / math.pi)
-    return cols, ys, "angle on the circle / pi (column 0: value / amplitude)"
+    return cols, ys, r"angle on the circle / $\pi$ (column 0: value / amplitude)"
 
 
 def _final_bands(
