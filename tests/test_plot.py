@@ -342,3 +342,15 @@ def test_cli_plot_json_says_which_figures_were_skipped_and_why(tmp_path) -> None
     drawn = {Path(f).stem for f in report["files"]}
     assert drawn == {"ladder", "ladder_rank", "merge_tree"}
     assert not drawn & set(report["skipped"])
+
+
+def test_regions_take_a_grid_per_axis_and_a_window(nets) -> None:
+    net = nets["runs"]
+    cert = certify(net, SPIRALS)
+    fig = plot.regions(net, SPIRALS, certificate=cert, resolution=(30, 12), window=(-1, 1, 0, 2))
+    (image,) = by_gid(fig, "regions")
+    assert image.get_array().shape == (12, 30)
+    assert tuple(image.get_extent()) == (-1, 1, 0, 2)
+    assert fig.axes[0].get_xlim() == (-1, 1) and "30x12 grid" in fig.axes[0].get_title()
+    with pytest.raises(lncapacity.errors.InputError, match="window"):
+        plot.regions(net, SPIRALS, certificate=cert, window=(1, -1, 0, 2))
