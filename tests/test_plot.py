@@ -315,7 +315,7 @@ def test_circles_draw_the_readout_boundaries_where_two_classes_tie_on_top() -> N
             np.testing.assert_allclose(z[-1], z[-2], rtol=1e-9, atol=1e-9)  # a tie on top
         texts = legend_texts(fig)
         assert label in texts
-        assert ("next read" in texts) == (net is runs)  # circle nets read the whole plane
+        assert ("direction the next map reads" in texts) == (net is runs)  # circle: the plane
 
 
 def test_merge_tree_collapses_runs_of_points_and_counts_in_words() -> None:
@@ -354,3 +354,11 @@ def test_regions_take_a_grid_per_axis_and_a_window(nets) -> None:
     assert fig.axes[0].get_xlim() == (-1, 1) and "30x12 grid" in fig.axes[0].get_title()
     with pytest.raises(lncapacity.errors.InputError, match="window"):
         plot.regions(net, SPIRALS, certificate=cert, window=(1, -1, 0, 2))
+
+
+def test_fold_map_legends_name_only_what_is_drawn() -> None:
+    net, X, y = alternating_pma()  # the paper's folds read v: the fold point is the centre
+    fig = plot.fold_maps(net, X, y)
+    assert len(by_gid(fig, "centre")) == net.depth and by_gid(fig, "fold-point") == []
+    texts = legend_texts(fig)
+    assert "centre" in texts and "fold point" not in texts

@@ -184,7 +184,9 @@ def circles(
             ax.set_ylabel(r"$h \cdot v/|v|$")
         handles = _class_handles(net, present)
         if drew_read:
-            handles.append(Line2D([], [], color="0.25", marker=">", label="next read"))
+            handles.append(
+                Line2D([], [], color="0.25", marker=">", label="direction the next map reads")
+            )
         if net.depth in chosen:
             handles.append(Line2D([], [], color="0.5", linewidth=6, label="class arcs (readout)"))
         if drew_cells:
