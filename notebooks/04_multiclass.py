@@ -277,8 +277,10 @@ plot.circles(net_runs, X, y)
 # the $t$-th run (from the left) the line $l_t(s) = t\,s + \iota_t$: slopes
 # $1, 2, \dots, k$, with $\iota_1 = 0$ and $\iota_{t+1} = \iota_t - \tau_t$, so that
 # $l_{t+1} - l_t = s - \tau_t$. Line $t$ is the largest exactly on $(\tau_{t-1}, \tau_t)$
-# (the readout lemma): the thresholds $\tau_t$, short rationals between the runs, are in
-# `net.readout.meta["thresholds"]`. A class with no point gets the row 0.
+# (the readout lemma). The thresholds $\tau_t$ are short rationals in the middle of the
+# gaps between the runs (within 1/64 of a gap of its midpoint, so the values on either
+# side are nearly half a gap from it: the margin), in `net.readout.meta["thresholds"]`.
+# A class with no point gets the row 0.
 
 # %%
 print("thresholds:", net_runs.readout.meta["thresholds"])
