@@ -195,13 +195,16 @@ def ladder(
     Column 0 is the input's projection, column ``l`` what follows layer ``l``.
     ``mode``: ``"value"`` (the scalar each map reads, over its amplitude: needs
     rank-one maps), ``"rank"`` (the point's position in each column's sorted
-    order, oriented like the column before, merged values sharing one place:
-    the paper's picture, every merge visible), ``"angle"`` (the angle on the
+    order, each column turned so that the end the next layer folds over is at the
+    bottom (``_folded_end``), merged values sharing one place: the paper's picture,
+    every merge visible), ``"angle"`` (the angle on the
     circle: every layer of width 3), ``"principal"`` (each column's first principal
     coordinate: any net, e.g. a trained one of other widths) or ``"auto"`` (value when
     possible, else angle, else principal).  Lines that meet
-    are merges; at the last column the readout's thresholds (dashed) and the
-    values (or arcs) each class wins (bar) are drawn.
+    are merges, drawn wider the more points they carry (value and rank modes); with
+    ``MAX_IDS`` points or fewer their ids label the first column (and, in rank mode,
+    the places of the last); at the last column the readout's thresholds (dashed) and
+    the values (or arcs) each class wins (bar) are drawn.
     """
     from matplotlib.collections import LineCollection
     from matplotlib.lines import Line2D

@@ -240,16 +240,6 @@ def merge_tree(
                 zorder=3,
                 gid=f"bunches-{i}",
             )
-            for n in bunch:
-                ax.annotate(
-                    f"n = {G.nodes[n]['size']}",
-                    (xpos[n], ypos[n]),
-                    textcoords="offset points",
-                    xytext=(-9, 0),
-                    ha="right",
-                    va="center",
-                    fontsize=10,
-                )
             ax.scatter(
                 [xpos[n] for n in pts],
                 [ypos[n] for n in pts],
@@ -276,18 +266,18 @@ def merge_tree(
                     zorder=4,
                     gid=f"groups-{i}",
                 )
-        if m <= 30:
-            for n in G.nodes:
-                if G.nodes[n]["kind"] == "point" and G.nodes[n]["size"] == 1:
-                    ax.annotate(
-                        str(G.nodes[n]["point"]),
-                        (xpos[n], ypos[n]),
-                        textcoords="offset points",
-                        xytext=(-6, 0),
-                        ha="right",
-                        va="center",
-                        fontsize=9,
-                    )
+        for n in G.nodes:  # a leaf of many points says how many; single points their id
+            size = G.nodes[n]["size"]
+            if G.nodes[n]["kind"] == "point" and (size > 1 or m <= 30):
+                ax.annotate(
+                    f"n = {size}" if size > 1 else str(G.nodes[n]["point"]),
+                    (xpos[n], ypos[n]),
+                    textcoords="offset points",
+                    xytext=(-9 if size > 1 else -6, 0),
+                    ha="right",
+                    va="center",
+                    fontsize=10 if size > 1 else 9,
+                )
         bunched = any(G.nodes[n]["kind"] == "point" and G.nodes[n]["size"] > 1 for n in G)
         ax.set_xlim(-2.2 if bunched else -1.5, max([0.0, *xpos.values()]) + 0.5)
         ax.set_ylim(-1, max(leaf, 1))
