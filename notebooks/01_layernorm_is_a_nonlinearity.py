@@ -34,6 +34,7 @@ from flint import fmpq
 import lncapacity
 from lncapacity import plot
 from lncapacity.affine import affine_separation, is_witness
+from lncapacity.arith import parse_rational
 
 ROOT = Path.cwd() if (Path.cwd() / "examples").is_dir() else Path.cwd().parent
 
@@ -44,7 +45,9 @@ ROOT = Path.cwd() if (Path.cwd() / "examples").is_dir() else Path.cwd().parent
 # affine map),
 # $$\mathrm{LN}(y) = \frac{y - \bar y\,\mathbf 1}{\sqrt{\operatorname{var}(y) + \varepsilon}},
 # \qquad \operatorname{var}(y) = \tfrac1n \lVert y - \bar y\,\mathbf 1\rVert^2 .$$
-# With $\varepsilon = 0$ this is two steps (Brody et al., seed 004; Riechers, seed 002):
+# With $\varepsilon = 0$ this is two steps ([Brody, Alon and Yahav, *On the Expressivity
+# Role of LayerNorm in Transformers' Attention*, 2023](https://arxiv.org/abs/2305.02582);
+# [Riechers, *Geometry and Dynamics of LayerNorm*, 2024](https://arxiv.org/abs/2405.04134)):
 #
 # 1. **project** onto the hyperplane $\mathbf 1^\perp$: $P y = y - \bar y\,\mathbf 1$;
 # 2. **scale** to length $\sqrt n$: $\mathrm{LN}(y) = \sqrt n\, P y / \lVert P y\rVert$.
@@ -95,7 +98,9 @@ print("LN(2a) - LN(a)    =", list(sp.simplify(ln_exact(2 * a) - ln_exact(a))))
 # $$p' = v\cdot \mathrm{LN}(y) = \frac{6\beta}{\sqrt{(2(p-c)^2 + 6\beta^2)/3 + \varepsilon}}.$$
 # It depends on $p$ only through $(p - c)^2$: the line is **folded** at $c$, and values at
 # equal distance from $c$ land on the same value (proofs/fold_lemma.md; the "fold" of
-# seed 001). Reading with $v + \gamma u$ instead tilts the bump: the fold point moves, which
+# [Winsor, *Re-Examining LayerNorm*, Conjecture,
+# 2022](https://www.lesswrong.com/posts/jfG6vdJZCwTQmG7kb/re-examining-layernorm)). Reading
+# with $v + \gamma u$ instead tilts the bump: the fold point moves, which
 # is what the `runs` construction uses (proofs/runs_fold.md). Small $\beta$ gives a sharp
 # fold, large $\beta$ an almost flat, almost linear piece (the "stretch").
 
@@ -112,12 +117,14 @@ def fold_read(p, c=0.0, beta=1.0, gamma=0.0, eps=0.0):
 
 fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), layout="constrained")
 for beta in (0.25, 0.5, 1.0, 2.0):
-    axes[0].plot(p, fold_read(p, beta=beta), label=f"beta = {beta}")
-axes[0].set(title="fold read (gamma = 0): symmetric about c = 0", xlabel="p", ylabel="p'")
+    axes[0].plot(p, fold_read(p, beta=beta), label=rf"$\beta = {beta}$")
+axes[0].set(title=r"fold read ($\gamma = 0$): symmetric about $c = 0$", xlabel="$p$", ylabel="$p'$")
 for gamma in (0.0, 1.0, 3.0):
-    axes[1].plot(p, fold_read(p, gamma=gamma), label=f"gamma = {gamma}")
+    axes[1].plot(p, fold_read(p, gamma=gamma), label=rf"$\gamma = {gamma}$")
 axes[1].set(
-    title="tilted read v + gamma u (beta = 1): the fold point moves", xlabel="p", ylabel="p'"
+    title=r"tilted read $v + \gamma u$ ($\beta = 1$): the fold point moves",
+    xlabel="$p$",
+    ylabel="$p'$",
 )
 for ax in axes:
     ax.axvline(0, color="0.5", linestyle="--", linewidth=1)
@@ -132,7 +139,7 @@ plt.show()
 # point at $c$ goes to the top, and points at equal distance from $c$ land at equal
 # heights, mirror images of each other. Reading with $v$ measures the height: that is the
 # fold. (With $\varepsilon > 0$ the image is pulled inside the circle, towards the
-# origin, most where the line is nearest: seed 001's $x / \sqrt{|x|^2 + \varepsilon}$.)
+# origin, most where the line is nearest: Winsor's $x / \sqrt{|x|^2 + \varepsilon}$.)
 
 # %%
 c, beta = 0.0, 0.5
@@ -155,16 +162,18 @@ ax.set(
     xlim=(-4.7, 5.1),
     ylim=(-2, 2.6),
     aspect="equal",
-    xlabel="h . u/|u|",
-    ylabel="h . v/|v|",
-    title="LayerNorm (eps = 0): the line (dots) wraps onto the circle (squares)",
+    xlabel=r"$h \cdot u/|u|$",
+    ylabel=r"$h \cdot v/|v|$",
+    title=r"LayerNorm ($\varepsilon = 0$): the line (dots) wraps onto the circle (squares)",
 )
 plt.show()
 
 # %% [markdown]
 # ## 4. Normalisations that are affine
 #
-# Seed 003 asks whether BatchNorm or z-scoring could replace an activation. At inference,
+# [*Batch normalization or just z-normalization as a nonlinearity?*, a question on Cross
+# Validated, 2019](https://stats.stackexchange.com/questions/427521/) asks whether BatchNorm
+# or z-scoring could replace an activation. At inference,
 # BatchNorm (and z-scoring with statistics fixed in advance) computes $(x - \mu)/\sigma$ with
 # **fixed** $\mu, \sigma$: that is $x/\sigma - \mu/\sigma$, affine, and keeps midpoints.
 # LayerNorm takes its statistics from the sample itself, so they change with the input:
@@ -184,13 +193,24 @@ print(
 )
 
 # %% [markdown]
-# ## 5. XOR with one LayerNorm layer
+# ## 5. XOR with one LayerNorm layer, by hand
 #
 # No affine classifier separates XOR: `affine_separation` returns an exact *Farkas
 # witness*, weights $\lambda \ge 0$ on the points that average the two classes to the same
-# point. One LayerNorm layer is enough (seed 000): `lncapacity.build` makes a width-3,
-# depth-1 net with exact rational weights and `certify` proves, in ball arithmetic, that it
-# classifies all four points.
+# point. One LayerNorm layer is enough
+# ([Ni, Guo, Jia and Huang, *On the Nonlinearity of Layer Normalization*, ICML
+# 2024](https://arxiv.org/abs/2406.01255)), and the paper's hint says how: a scaling is a
+# LayerNorm plus a linear map, so a LayerNorm can **fold** a line. Build the net by hand:
+#
+# 1. **project**: $p = x_1 + x_2$ sends the four corners to $0, 1, 1, 2$, and the labels
+#    along the line read $0, 1, 1, 0$: one run of 1s with a 0 on either side;
+# 2. **fold at $c = 1$**: the first layer writes $y = (p - 1)(1, -1, 0) + \beta (1, 1, -2)$
+#    ($\beta = 1$), so $W_1 = \begin{pmatrix} 1 & 1 \\ -1 & -1 \\ 0 & 0 \end{pmatrix}$,
+#    $b_1 = (-1, 1, 0) + (1, 1, -2) = (0, 2, -2)$; reading $\mathrm{LN}(y)$ with
+#    $v = (1, 1, -2)$ gives $s = 6 / \sqrt{(2 (p - 1)^2 + 6) / 3}$ (section 2), a function of
+#    $(p - 1)^2$: $p = 0$ and $p = 2$ land on **the same** value;
+# 3. **read out**: $s = 3\sqrt 2 \approx 4.24$ for the 1s, $3\sqrt 6 / 2 \approx 3.67$ for
+#    the 0s; the threshold $\tau = 4$ between them gives $z_1 - z_0 = v \cdot h - 4$.
 
 # %%
 X = [[0, 0], [0, 1], [1, 0], [1, 1]]
@@ -198,14 +218,54 @@ y = [0, 1, 1, 0]
 verdict = affine_separation(X, y)
 print("affine classifier exists:", verdict.separable, "| witness:", verdict.witness)
 
+q = fmpq
+by_hand = lncapacity.LNNet(
+    input_dim=2,
+    width=3,
+    eps=q(0),
+    layers=(
+        lncapacity.model.Affine(((q(1), q(1)), (q(-1), q(-1)), (q(0), q(0))), (q(0), q(2), q(-2))),
+    ),
+    readout=lncapacity.model.Affine(((q(0), q(0), q(0)), (q(1), q(1), q(-2))), (q(0), q(-4))),
+    classes=(0, 1),
+)
+s_exact = []
+for x in X:  # the value the readout reads, exactly (SymPy)
+    h = lncapacity.model.layer_norm(
+        [sp.Integer(int(t)) for t in by_hand.layers[0]([q(v) for v in x])], 0, sp.sqrt
+    )
+    s_exact.append(sp.nsimplify(sp.simplify(h[0] + h[1] - 2 * h[2])))
+for x, label, s_x in zip(X, y, s_exact, strict=True):
+    print(f"x = {x}: p = {sum(x)}, label {label}, s = {s_x} = {float(s_x):.4f}")
+cert_hand = lncapacity.certify(by_hand, X, y)
+print(f"by hand: certified {cert_hand.certified}/4, min margin {cert_hand.min_margin:.4f}")
+
+# %% [markdown]
+# Now the same with `lncapacity.build`: it finds a projection of its own (not $x_1 + x_2$:
+# `runs` picks a direction on which every point differs, so the corners need not pair up),
+# folds once, and scales its fold so that the margin is larger. One layer either way.
+
+# %%
 net = lncapacity.build(X, y)
 cert = lncapacity.certify(net, X, y)
-print(f"depth {net.depth}; certified {cert.certified}/4, min margin {cert.min_margin:.4f}")
+print(
+    f"build: depth {net.depth}, projection {net.meta['projection']}, "
+    f"centre {float(parse_rational(net.layers[0].meta['centre'])):.4f}"
+)
+print(f"build: certified {cert.certified}/4, min margin {cert.min_margin:.4f}")
 plot.regions(net, X, y, certificate=cert, resolution=200)
+
+# %%
+plot.regions(by_hand, X, y, certificate=cert_hand, resolution=200)
 
 # %% [markdown]
 # After its one layer the four points sit on the circle, and the readout (an affine map of
-# the circle's plane) gives each class an **arc**: on the circle, a line cuts off an arc.
+# the circle's plane) gives each class an **arc**: the readout's threshold is a chord, and
+# on the circle a chord cuts off an arc. By hand, the two 1s land on one point and the two
+# 0s on another: the fold put mirror images together.
+
+# %%
+plot.circles(by_hand, X, y)
 
 # %%
 plot.circles(net, X, y)
@@ -232,4 +292,9 @@ for j in range(2):  # both classes' lambda-averages are the same point
     ]
     assert by_class[0] == by_class[1]
 assert net.depth == 1 and cert.all_certified and cert.min_margin > 0
+# by hand: p = 0 and p = 2 fold onto one value, p = 1 onto another, tau = 4 between them
+assert s_exact[0] == s_exact[3] == sp.Rational(3, 2) * sp.sqrt(6)
+assert s_exact[1] == s_exact[2] == 3 * sp.sqrt(2)
+assert 3 * sp.sqrt(6) / 2 < 4 < 3 * sp.sqrt(2)
+assert by_hand.depth == 1 and cert_hand.all_certified and cert_hand.min_margin > 0
 print("all self-checks passed")

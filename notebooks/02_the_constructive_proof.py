@@ -13,7 +13,8 @@
 # %% [markdown]
 # # The constructive proof: the Projection Merge Algorithm, fold by fold
 #
-# **Theorem** (Ni et al., ICML 2024; seed 000). A width-3 LN-Net with $L$ LayerNorm layers
+# **Theorem** ([Ni, Guo, Jia and Huang, *On the Nonlinearity of Layer Normalization*, ICML
+# 2024](https://arxiv.org/abs/2406.01255)). A width-3 LN-Net with $L$ LayerNorm layers
 # classifies any $L + 2$ labelled points, under every labeling: its VC dimension is at
 # least $L + 2$.
 #
@@ -60,7 +61,56 @@ print(f"depth {net.depth} (the bound m - 2 = {len(X) - 2}); certified {cert.cert
 print("projection:", net.meta["projection"])
 
 # %% [markdown]
-# ## 2. Every fold, in words and in pictures
+# ## 2. Algorithm 1, beside the code
+#
+# The slides give the algorithm as pseudo-code (Algorithm 1, binary classification),
+# here verbatim in the slides' notation (their text is partly garbled: line 15 reads
+# "remove $p_j^{(l)}$ from $\mathbb P$, as long as $p_i^{(l)} = p_i^{(l)}$"), with the step
+# of `lncapacity/construct/exact.py` (`exact_pma`, the paper's loop to the letter) and
+# `lncapacity/construct/pma.py` (`_pma`, rational centres) that does the same thing:
+#
+# - **1:** $l \leftarrow 1$ — *code:* projection: `project.py` picks a direction on which all
+#   points differ
+# - **2:** $\mathbb P \leftarrow \{p_1^{(l)}, \dots, p_m^{(l)}\}$ — *code:*
+#   `groups = [[k] for k in range(m)]`: every value, as a group
+# - **3:** **while** $\mathbb P \neq \emptyset$ **do** — *code:* `while True:` ...
+#   `if runs(labels) <= 2: return`
+# - **4:** $i \leftarrow \arg\min_k \{p_k^{(l)} : p_k^{(l)} \in \mathbb P\}$ — *code:*
+#   `order_groups(...)`: sort the groups; $p_i$ is group 0
+# - **5:**
+#   $\mathbb J_i \leftarrow \{p_j^{(l)} \in \mathbb P : p_j^{(l)} \neq p_i^{(l)}, y_j = y_i\}$;
+#   **if** $\mathbb J_i \neq \emptyset$ **then** — *code:* the values of $p_i$'s label, other
+#   than $p_i$
+# - **6:** $j \leftarrow \arg\min_k \{p_k^{(l)} : p_k^{(l)} \in \mathbb J_i\}$ — *code:*
+#   `j = next(k for k in range(1, len(groups)) if labels[k] == labels[0])`
+# - **7-9:** **for** $k$: $h_k^{(l)} \leftarrow p_k^{(l)} - [p_i + p_j,\; p_i - p_j]^T/2$;
+#   $x_k^{(l)} \leftarrow h_k^{(l)} / \lVert h_k^{(l)} \rVert$ — *code:* `_fold(...)`: centre
+#   $c = (p_i + p_j)/2$ (a dyadic rational near it, section 4), offset $\propto (p_j - p_i)/2$:
+#   one width-3 affine map + LayerNorm (`fold.py`, `gadget_affine`)
+# - **10:** $p_k^{(l+1)} \leftarrow [0\; 1;\; 0\; 0]\, x_k^{(l)}$ — *code:* the next layer reads
+#   $v = (1, 1, -2)$ (`explain.reads`)
+# - **12-13:** $l \leftarrow l + 1$; $\mathbb P \leftarrow \{p_1^{(l)}, \dots\}$ — *code:*
+#   `chain.push(step)`; `groups = [groups[0] + groups[j], ...]`: $p_i$ and $p_j$ are one group
+#   now
+# - **14-15:** **else** remove the value with no partner from $\mathbb P$ — *code:*
+#   `if runs(labels) <= 2: return` (below)
+# - **19:** **return** $P^{(l)}$ — *code:* the readout: one threshold between the two runs
+#   (`threshold`)
+#
+# **The else branch.** $\mathbb J_i = \emptyset$ means the smallest value has no other value
+# of its label: it is alone, every other value has the other label, and the sorted labels
+# read `A B B ... B`, two runs. The slides remove it from $\mathbb P$ and go on; the code
+# stops there, because one threshold already separates the labels (and so it stops, too,
+# at `A A B B`, where the slides' loop would go on folding until $\mathbb P$ is empty:
+# layers the theorem's count does not need). On $y = (0, 1, 1, 1)$ the branch is taken at
+# once and the net has no LayerNorm layer at all:
+
+# %%
+lonely = lncapacity.build([[0], [1], [2], [3]], [0, 1, 1, 1], method="pma")
+print("labels 0 1 1 1: depth", lonely.depth, "| readout threshold", lonely.readout.meta)
+
+# %% [markdown]
+# ## 3. Every fold, in words and in pictures
 #
 # `explain` reads the construction back **from the saved net** (not from the algorithm's
 # internals): each layer's centre and offset come out of its weights exactly, the runs and
@@ -73,9 +123,15 @@ for entry in account["layers"]:
 print(account["readout"]["words"])
 
 # %% [markdown]
-# The **ladder** shows each point's place in sorted order after each layer (each column
-# turned the same way up as the one before, merged values drawn as one). Follow the bottom:
-# at every layer the lowest value meets its partner, and the lines join.
+# The **ladder** shows each point's place in the sorted order of the value the next map
+# reads (column 0: the projection; column $l$: after layer $l$). Each column is turned so
+# that the end the next layer folds over is at the bottom (for the paper's algorithm, the
+# smallest value $p_i$); merged values share one place and their line is drawn wider, the
+# more points it carries; the numbers are the points' ids. Follow the bottom of each
+# column: the next layer merges that point with its partner $p_j$, and their lines join in
+# the next column, **wherever the fold puts the pair** (the fold sends the values between
+# $p_i$ and $p_j$ above them and the values beyond $p_j$ below them, so the merged pair
+# ends up in the middle, not at the bottom).
 
 # %%
 plot.ladder(net, X, y, mode="rank")
@@ -105,7 +161,7 @@ plot.circles(net, X, y)
 plot.merge_tree(net, X, y, by="values")
 
 # %% [markdown]
-# ## 3. Why the centres can be rational
+# ## 4. Why the centres can be rational
 #
 # After the first layer the values are algebraic numbers (square roots), so the exact
 # midpoint $(p_i + p_j)/2$ is algebraic too, and a net with that centre would not have
@@ -141,7 +197,7 @@ print("rational centre =", centre, "=", sp.N(sp.Rational(int(centre.p), int(cent
 print("denominator is a power of two:", int(centre.q) & (int(centre.q) - 1) == 0)
 
 # %% [markdown]
-# ## 4. The certificate
+# ## 5. The certificate
 #
 # `certify` evaluates the net on every point in python-flint `arb` balls (intervals whose
 # every operation rounds outwards) and proves $z_{\text{label}} - z_{\text{other}} > 0$.
@@ -155,7 +211,7 @@ for r in cert.to_dict()["results"]:
     )
 
 # %% [markdown]
-# ## 5. Shattering: every labeling of $L + 2$ points
+# ## 6. Shattering: every labeling of $L + 2$ points
 #
 # The theorem is about **every** labeling. `shatter` builds a depth-$L$ net (padding shorter
 # constructions with injective layers) for each of the $2^{L+2}$ labelings of $L + 2$
@@ -185,6 +241,64 @@ print(
 )
 
 # %% [markdown]
+# **Why $L + 2$ points, for every $L$ (VC dimension $\ge L + 2$).** Take any $L + 2$
+# distinct points and any labeling. Project them to a line on which they differ; each fold
+# merges two values of one label and never merges two labels
+# (proofs/merge_and_no_confusion.md), and the loop stops when one threshold separates the
+# labels, that is when at most two label *runs* are left: at the latest
+# when each label is one value, after $(L + 2) - 2 = L$ folds. Nets that need fewer folds
+# are padded with injective layers (a fold centred beyond every value keeps every label
+# run) to exactly $L$ layers. So one architecture, width 3 with $L$ LayerNorm layers,
+# realises all $2^{L+2}$ labelings: the points are shattered. The points and the layers
+# each labeling needed before padding:
+
+# %%
+points = [p[0] for p in json.loads(lines[0])["points"]]
+print("the points:", points, f"(L + 2 = {L + 2} of them, on a line)")
+entries = [json.loads(line) for line in lines[1:] if '"labeling"' in line]
+for e in entries:  # each line holds a labeling and its complement (the readout's rows swapped)
+    lab, comp = labels_of(e["labeling"], L + 2), labels_of(e["complement"]["labeling"], L + 2)
+    margin = min(e["margins"] + e["complement"]["margins"])
+    print(
+        f"  {lab} and {comp}: {e['folds']} fold{'s' * (e['folds'] != 1)}, "
+        f"{L - e['folds']} padding layer{'s' * (L - e['folds'] != 1)}, "
+        f"certified margin >= {margin:.3g}"
+    )
+
+# %% [markdown]
+# ## 7. The alternating labeling is the worst case
+#
+# How many folds does each labeling need? Every labeling of $m = 6$ points on a line, with
+# the paper's algorithm: none needs more than $m - 2 = 4$, and the alternating labeling
+# (five label changes, the most there can be) needs exactly 4. It is not the only one: the
+# paper's loop merges *values*, not runs, so a labeling such as `0 0 0 1 0 0` also costs 4
+# folds (it merges the three 0s on the left one by one); the `runs` method
+# (notebook 03) needs one fold there. The lower end is forced: the paper's fold joins
+# exactly two label runs of one label (the values between $p_i$ and $p_j$ all have the
+# other label and land together on one side of the merged pair; those beyond keep their
+# order), so a labeling with $c$ label changes ($c + 1$ runs) needs at least $c - 1$ of the
+# paper's folds before one threshold separates the labels. The alternating labeling has the
+# most label changes, $m - 1$, hence its $m - 2$ folds: the worst case of the theorem.
+# (Cleverer folds do better: notebook 06's double fold shatters $2L + 1$ points.)
+
+# %%
+import itertools  # noqa: E402
+
+m6 = [[k] for k in range(6)]
+depth_of = {}
+for labeling in itertools.product((0, 1), repeat=6):
+    if len(set(labeling)) == 2:
+        depth_of[labeling] = lncapacity.build(m6, list(labeling), method="pma").depth
+worst = max(depth_of.values())
+print(f"most folds over all {len(depth_of)} two-label labelings: {worst} (m - 2 = 4)")
+changes = {lab: sum(a != b for a, b in itertools.pairwise(lab)) for lab in depth_of}
+for c in sorted(set(changes.values())):
+    ds = [d for lab, d in depth_of.items() if changes[lab] == c]
+    print(f"  {c} label change{'s' * (c != 1)}: folds from {min(ds)} to {max(ds)}")
+runs_net = lncapacity.build(m6, [0, 0, 0, 1, 0, 0])
+print("0 0 0 1 0 0: pma", depth_of[(0, 0, 0, 1, 0, 0)], "folds, runs", runs_net.depth)
+
+# %% [markdown]
 # ## Self-checks
 
 # %%
@@ -208,4 +322,11 @@ assert (
 )
 assert summary.all_certified and summary.labelings == 2 ** (L + 2) and summary.depth == L
 assert checked.all_certified and problems == []
+assert lonely.depth == 0  # the else branch: a value with no partner, a threshold at once
+assert worst == 4 and depth_of[(0, 1, 0, 1, 0, 1)] == depth_of[(1, 0, 1, 0, 1, 0)] == 4
+assert min(d for lab, d in depth_of.items() if changes[lab] == 5) == 4  # alternating: 4
+assert all(d == 0 for lab, d in depth_of.items() if changes[lab] == 1)  # one threshold
+assert runs_net.depth == 1
+assert all(d >= changes[lab] - 1 for lab, d in depth_of.items())  # one run fewer per fold
+assert len(entries) * 2 == 2 ** (L + 2) and max(e["folds"] for e in entries) == L
 print("all self-checks passed")

@@ -79,15 +79,35 @@ for r in rows:
 # ## 2. Where float64 and the certificate disagree
 #
 # The decision regions of the paper's net for 140 alternating points, evaluated in float64.
-# Circled points are those where float64 and the exact certificate disagree.
+# Circled points are those where float64 and the exact certificate disagree. The points
+# are one unit apart along $x_1$ and the labels alternate, so the regions are stripes about
+# one unit wide: the grid has about 6 cells per unit across (1,000 of them) and 7 per
+# unit up; a grid of cells 0.8 units apart would alias the stripes into noise. At this
+# size 140 stripes are a blur all the same, so a zoom follows.
 
 # %%
+GRID = (1000, 50)
 net, cert, f64, _ = nets["alternating 140", "pma"]
-plot.regions(net, sets["alternating 140"], certificate=cert, resolution=200)
+plot.regions(net, sets["alternating 140"], certificate=cert, resolution=GRID)
+
+# %% [markdown]
+# Zoomed in on $20 \le x_1 \le 52$, with a grid of its own (12 cells per unit across,
+# 32 up): the stripes are slanted (the net reads the points along its projection
+# direction), narrower than one unit, and the points float64 gets wrong (circled) sit on
+# the edge of a stripe or inside one of the other colour: float64 misplaces the boundary.
+
+# %%
+plot.regions(
+    net,
+    sets["alternating 140"],
+    certificate=cert,
+    resolution=(400, 150),
+    window=(20, 52, -0.3, 4.3),
+)
 
 # %%
 net, cert, f64, _ = nets["alternating 140", "runs"]
-plot.regions(net, sets["alternating 140"], certificate=cert, resolution=200)
+plot.regions(net, sets["alternating 140"], certificate=cert, resolution=GRID)
 
 # %% [markdown]
 # ## 3. The float gap, layer by layer
@@ -99,9 +119,23 @@ plot.regions(net, sets["alternating 140"], certificate=cert, resolution=200)
 # spaced alternating points (the setting of proofs/float_gap.md) the paper's construction
 # loses about $\log_2 m$ bits in its first layer and then a quarter of a bit per layer;
 # the runs construction keeps the gap far from float64's resolution.
+#
+# The gap alone does not say when floats go wrong: the smallest gap of the paper's net for
+# $m = 140$ is about $2^{-45}$, far above float64's $u = 2^{-53}$, yet float64 gets points
+# of it wrong. Errors **compound**: each layer adds an error of a few $u$ (relative to its
+# amplitude), and the later layers carry every earlier error along with the gaps. A point
+# goes wrong when the accumulated error reaches its gap, that is when
+# $\sum_{k \le l} C u / g_k$ reaches 1 ($g_k$ the relative gap after layer $k$, $C$ the
+# few operations per layer; proofs/float_gap.md, section 3). The right panel draws that sum
+# with $C = 1$ for float64, and the band where the measured float64 frontier lies: from
+# $C = 2^{1.7}$ (every net beyond fails) to $C = 2^{5.5}$ (the first failure), that is
+# where $\sum_k u / g_k$ is between $2^{-5.5}$ and $2^{-1.7}$. A curve that enters the band
+# is a net float64 gets wrong, or about to; float32 ($u = 2^{-24}$) shifts every curve up by
+# 29 bits.
 
 # %%
 curves = {}
+wrong = {}
 for m in (20, 40, 80, 140):
     X1, y1 = [[k] for k in range(m)], [k % 2 for k in range(m)]
     for method in ("pma", "runs"):
@@ -110,28 +144,41 @@ for m in (20, 40, 80, 140):
         gaps = [acc["input"]["label_gap"]] + [e["after"]["label_gap"] for e in acc["layers"]]
         certain = all(e["after"]["label_gap_certainly_positive"] for e in acc["layers"])
         curves[m, method] = (np.log2(gaps), certain, net1.depth)
+        check = floats.check(net1, lncapacity.points_from_arrays(X1, y1), "float64")
+        wrong[m, method] = check.total - check.agree
 
-fig, ax = plt.subplots(figsize=(10, 5.5), layout="constrained")
+fig, (ax, ax2) = plt.subplots(1, 2, figsize=(14, 5.5), layout="constrained")
 colours = dict(zip((20, 40, 80, 140), plot.OKABE_ITO, strict=False))
 for (m, method), (g, _, _) in curves.items():
-    ax.plot(
-        range(len(g)),
-        g,
+    style = dict(
         color=colours[m],
         linestyle="-" if method == "pma" else "--",
         marker="o" if method == "runs" else None,
         markersize=3,
-        label=f"{method}, m = {m}",
     )
+    ax.plot(range(len(g)), g, label=f"{method}, m = {m}", **style)
+    budget = np.log2(np.cumsum(2.0 ** (-53 - g[1:])))  # sum over layers 1..l of u / g_l
+    bad = f" (float64 wrong on {wrong[m, method]})" if wrong[m, method] else ""
+    ax2.plot(range(1, len(g)), budget, label=f"{method}, m = {m}{bad}", **style)
 for name, u in (("float32", 24), ("float64", 53)):
     ax.axhline(-u, color="0.4", linestyle=":", linewidth=1)
-    ax.text(138, -u + 0.6, f"{name} unit roundoff 2^-{u}", color="0.3", ha="right")
+    ax.text(
+        138, -u + 0.6, f"{name} unit roundoff $2^{{-{u}}}$ (one operation)", color="0.3", ha="right"
+    )
 ax.set(
     xlabel="layer",
-    ylabel="log2(smallest label gap / amplitude)",
+    ylabel=r"$\log_2$(smallest label gap / amplitude)",
     title="The smallest relative label gap after each layer (ball arithmetic)",
 )
-ax.legend(ncol=2)
+ax.legend(ncol=2, fontsize=9)
+ax2.axhspan(-5.5, -1.7, color="#D55E00", alpha=0.15, label="float64 fails here (measured)")
+ax2.axhline(0, color="0.4", linestyle=":", linewidth=1)
+ax2.set(
+    xlabel="layer $l$",
+    ylabel=r"$\log_2 \sum_{k \leq l} u / g_k$  (float64, $u = 2^{-53}$)",
+    title="The float64 error it compounds, relative to the gap",
+)
+ax2.legend(ncol=2, fontsize=9, loc="lower right")
 plt.show()
 
 # %% [markdown]
@@ -159,6 +206,10 @@ for (name, method), (net, cert, f64, _) in nets.items():
 for m in (40, 140):
     assert nets[f"alternating {m}", "pma"][0].depth <= m - 2
 assert not nets["alternating 140", "pma"][2].all_agree  # beyond the float64 frontier
+assert wrong[140, "pma"] > 0 and not any(wrong[m, "runs"] for m in (20, 40, 80, 140))
+budget140 = np.log2(np.sum(2.0 ** (-53 - curves[140, "pma"][0][1:])))
+assert -5.5 <= budget140  # the net float64 gets wrong is in (or past) the measured band
+assert all(np.log2(np.sum(2.0 ** (-53 - curves[m, "pma"][0][1:]))) < -5.5 for m in (20, 40, 80))
 for (m, method), (_, certain, depth) in curves.items():
     assert certain  # every gap is a ball of positive numbers
     if method == "pma":

@@ -15,7 +15,9 @@
 #
 # With two labels a fold can only do good: the two values that meet have one label, and
 # whatever lands on top of what is of that label or the other, never a third. With three
-# or more labels a fold can **confuse** labels. The slides (seed 000) say only
+# or more labels a fold can **confuse** labels. The slides of
+# [Ni, Guo, Jia and Huang, *On the Nonlinearity of Layer Normalization*, ICML
+# 2024](https://arxiv.org/abs/2406.01255) say only
 # "Confusion! Difference: Confusion is possible. Solution: Breaking Parallelization."
 # This notebook shows what that means and how `lncapacity` does it
 # (proofs/multiclass.md):
@@ -63,6 +65,73 @@ for (x,), label in zip(X, y, strict=True):
 naive_b = fold.subs({p: 1, c: 2, S: 1, beta: 1})
 naive_c = fold.subs({p: 3, c: 2, S: 1, beta: 1})
 print("B and C collide:", sp.simplify(naive_b - naive_c) == 0)
+
+# %% [markdown]
+# The same as a picture. Left: the naive fold's map, value in against value out: $B$ and
+# $C$ sit at equal distances from the centre, so they come out at the same height (the
+# dashed line), and so do the two $A$s (which is the point of the fold). Right: the same
+# layer on LayerNorm's circle, where the fold reads the height $v \cdot h$: $B$ and $C$
+# land on mirror images about the vertical axis, on one horizontal chord, and no readout
+# that reads the height can tell them apart.
+
+
+# %%
+def naive_layer(p, c=2.0, beta=1.0):
+    """The naive fold's LayerNorm output for values p: y = (p - c)(1, -1, 0) + beta (1, 1, -2)."""
+    yv = np.outer(np.asarray(p, dtype=float) - c, [1, -1, 0]) + beta * np.array([1, 1, -2])
+    yv -= yv.mean(axis=1, keepdims=True)
+    return yv / np.sqrt((yv * yv).mean(axis=1, keepdims=True))
+
+
+u_hat, v_hat = np.array([1, -1, 0]) / np.sqrt(2), np.array([1, 1, -2]) / np.sqrt(6)
+grid_p = np.linspace(-1, 5, 400)
+xs = [x for (x,) in X]
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8), layout="constrained")
+ax1.plot(grid_p, naive_layer(grid_p) @ np.array([1, 1, -2]), color="0.45", label="the fold's map")
+ax1.axvline(2, color="black", linestyle="--", linewidth=1, label="centre $c = 2$")
+t = np.linspace(0, 2 * np.pi, 400)
+ax2.plot(np.sqrt(3) * np.cos(t), np.sqrt(3) * np.sin(t), color="0.7", linewidth=1)
+h_pts = naive_layer(xs)
+for name, i in (("A", 0), ("B", 1), ("C", 2)):
+    colour, marker = plot.class_style(i, 3)
+    mine = [k for k, label in enumerate(y) if label == name]
+    ax1.scatter(
+        [xs[k] for k in mine],
+        h_pts[mine] @ np.array([1, 1, -2]),
+        s=90,
+        color=colour,
+        marker=marker,
+        edgecolors="black",
+        zorder=3,
+        label=name,
+    )
+    ax2.scatter(
+        h_pts[mine] @ u_hat, h_pts[mine] @ v_hat, s=90, color=colour, marker=marker, zorder=3
+    )
+level = float(naive_layer([1])[0] @ np.array([1, 1, -2]))
+ax1.axhline(level, color="#D55E00", linestyle=":", linewidth=1.5, label="B and C: one value")
+chord = float(naive_layer([1])[0] @ v_hat)
+half = np.sqrt(3 - chord**2)
+ax2.plot([-half, half], [chord, chord], color="#D55E00", linestyle=":", linewidth=1.5)
+ax2.annotate(
+    "B", (float(naive_layer([1])[0] @ u_hat), chord), xytext=(-14, 6), textcoords="offset points"
+)
+ax2.annotate(
+    "C", (float(naive_layer([3])[0] @ u_hat), chord), xytext=(6, 6), textcoords="offset points"
+)
+ax1.set(
+    xlabel="$p$ (the value the layer reads)",
+    ylabel=r"$v \cdot \mathrm{LN}(y)$",
+    title="The naive fold at $c = 2$: B and C come out equal",
+)
+ax2.set(
+    xlabel=r"$h \cdot u/|u|$",
+    ylabel=r"$h \cdot v/|v|$",
+    aspect="equal",
+    title="On the circle: mirror images on one chord",
+)
+ax1.legend(loc="lower center")
+plt.show()
 
 # %% [markdown]
 # ## 2. The paper's method: a warp first
@@ -145,6 +214,40 @@ plot.fold_maps(net, X, y)
 plot.circles(net, X, y)
 
 # %% [markdown]
+# ### The cost of breaking parallelization
+#
+# The warp is not free. It costs a layer, and it squeezes the values unevenly (that is its
+# job), which costs margin. Move $C$ from 3 to $5/2$, off the mirror image of $B$: the
+# paper's algorithm needs no warp there, one fold does it. The certified margins per point
+# (log scale): with the warp, the margins of $B$ and $C$ are about four times smaller.
+
+# %%
+X_off = [[0], [1], ["5/2"], [4]]
+pts_off = lncapacity.points_from_arrays(X_off, y)
+net_off = lncapacity.build(pts_off, method="pma")
+cert_off = lncapacity.certify(net_off, pts_off)
+print(
+    f"C at 5/2: depth {net_off.depth}, warps {net_off.meta['warps']}, "
+    f"min margin {cert_off.min_margin:.4g}"
+)
+print(f"C at 3:   depth {net.depth}, warps {net.meta['warps']}, min margin {cert.min_margin:.4g}")
+fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
+width = 0.38
+for shift, c_, name in (
+    (-width / 2, cert_off, "C at 5/2: one fold"),
+    (width / 2, cert, "C at 3: a warp, then a fold"),
+):
+    ax.bar(np.arange(4) + shift, [q.margin for q in c_.points], width, label=name)
+ax.set_xticks(range(4), [f"{label} (point {k})" for k, label in enumerate(y)])
+ax.set_yscale("log")
+ax.set(
+    ylabel="certified margin (lower bound)",
+    title="The cost of breaking parallelization: smaller margins, one more layer",
+)
+ax.legend()
+plt.show()
+
+# %% [markdown]
 # ## 3. The `runs` method on the same data: no warp
 #
 # The default method joins a whole end run to a later run of its label, every run in
@@ -174,8 +277,10 @@ plot.circles(net_runs, X, y)
 # the $t$-th run (from the left) the line $l_t(s) = t\,s + \iota_t$: slopes
 # $1, 2, \dots, k$, with $\iota_1 = 0$ and $\iota_{t+1} = \iota_t - \tau_t$, so that
 # $l_{t+1} - l_t = s - \tau_t$. Line $t$ is the largest exactly on $(\tau_{t-1}, \tau_t)$
-# (the readout lemma): the thresholds $\tau_t$, short rationals between the runs, are in
-# `net.readout.meta["thresholds"]`. A class with no point gets the row 0.
+# (the readout lemma). The thresholds $\tau_t$ are short rationals in the middle of the
+# gaps between the runs (within 1/64 of a gap of its midpoint, so the values on either
+# side are nearly half a gap from it: the margin), in `net.readout.meta["thresholds"]`.
+# A class with no point gets the row 0.
 
 # %%
 print("thresholds:", net_runs.readout.meta["thresholds"])
@@ -198,7 +303,7 @@ for i, name in enumerate(net_runs.classes):
     colour, marker = plot.class_style(i, len(net_runs.classes))
     a, b = lines[name]
     sign = "-" if b < 0 else "+"
-    ax.plot(grid, a * grid + b, color=colour, label=f"class {name}: {a:g} s {sign} {abs(b):g}")
+    ax.plot(grid, a * grid + b, color=colour, label=f"class {name}: ${a:g}\\,s {sign} {abs(b):g}$")
     mine = [k for k in range(len(X)) if y[k] == name]
     ax.scatter(
         s_last[mine],
@@ -214,14 +319,14 @@ ax.plot(grid, envelope, color="black", linewidth=3, alpha=0.25, label="upper env
 for t in taus:
     ax.axvline(t, color="0.4", linestyle=":")
     ax.annotate(
-        f"tau = {t:g}",
+        rf"$\tau = {t:g}$",
         (t, ax.get_ylim()[0]),
         xytext=(4, 6),
         textcoords="offset points",
         color="0.3",
     )
 ax.set(
-    xlabel="s (the last value, read from the last LayerNorm output)",
+    xlabel="$s$ (the last value, read from the last LayerNorm output)",
     ylabel="score",
     title="The envelope readout of the runs net: each point's own line is on top",
 )
@@ -291,4 +396,12 @@ for method, (n, c, f64) in results.items():
     assert f64.all_agree, method
     assert n.meta["folds"] - n.meta["warps"] <= points.m - 3
 assert results["runs"][0].depth < results["pma"][0].depth
+# breaking parallelization costs a layer and margin
+assert net_off.depth == 1 and net_off.meta["warps"] == 0 and cert_off.all_certified
+assert cert.points[1].margin < cert_off.points[1].margin / 3  # B: several times smaller
+assert cert.points[2].margin < cert_off.points[2].margin / 3  # C too
+assert cert.min_margin < cert_off.min_margin
+# the picture: B and C on one value (and one chord), the As on one value too
+h_bc = naive_layer([1, 3])
+assert np.allclose(h_bc[0] @ v_hat, h_bc[1] @ v_hat) and not np.allclose(h_bc[0], h_bc[1])
 print("all self-checks passed")

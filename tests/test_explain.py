@@ -313,7 +313,7 @@ def test_cli_certify_explain(tmp_path) -> None:
     summary["seconds"] = without["seconds"] = None
     assert summary == without  # --explain only adds its key
     assert [e["kind"] for e in account["layers"]] == ["warp", "pma"]
-    assert account["readout"]["thresholds"] == ["7/2", "15/4"]
+    assert account["readout"]["thresholds"] == ["107/32", "1911/512"]  # mid-gap (issue 31)
     assert account["certificate"]["certified"] == 4
     # the explain command on the saved net prints the same account
     net = tmp_path / "net.json"

@@ -372,3 +372,21 @@ def test_peel_fallback_names_the_classes() -> None:
     why = net.meta["fallback"]
     assert re.search(r"peeling label (cat|dog|eel|fox|gnu|hen|ibis|jay|koi|lynx) ", why), why
     assert not re.search(r"label \d", why), why
+
+
+def test_envelope_thresholds_sit_in_the_middle_of_the_gaps() -> None:
+    from lncapacity.construct.multiclass import THRESHOLD_WINDOW, middle
+
+    for lo, hi in ((fmpq(196, 100), fmpq(5, 2)), (fmpq(0), fmpq(1, 3)), (fmpq(-7, 5), fmpq(-1, 9))):
+        tau = middle(lo, hi)
+        assert abs(tau - (lo + hi) / 2) <= (hi - lo) * THRESHOLD_WINDOW  # exact rationals
+        assert int(tau.q) & (int(tau.q) - 1) == 0  # a dyadic rational
+    assert middle(fmpq(196, 100), fmpq(5, 2)) != 2  # the shortest dyadic inside, 2, is off-centre
+    # three runs along a line, depth 0: the two values either side of a threshold are at
+    # (nearly) the same distance from it, so their certified margins (l_{t+1} - l_t = s - tau)
+    # agree to within 2 * THRESHOLD_WINDOW of their sum
+    X, y = [[0], [1], [2], [3], [4], [5]], ["b", "b", "c", "c", "a", "a"]
+    cert = certify(build(X, y), X, y)
+    for left, right in ((1, 2), (3, 4)):
+        m1, m2 = cert.points[left].margin, cert.points[right].margin
+        assert abs(m1 - m2) <= 2 * float(THRESHOLD_WINDOW) * (m1 + m2) + 1e-12

@@ -245,3 +245,120 @@ def test_plot_1000_points_depth_500_under_30_seconds(tmp_path) -> None:
     p = run("plot", tmp_path / "net.json", tmp_path / "pts.csv", "--out", tmp_path / "f", "--quiet")
     assert p.returncode == 0, p.stderr
     assert time.perf_counter() - start < 30
+
+
+# --- issue 31: pictures that say what the text says --------------------------------------
+
+
+def alternating_pma() -> tuple[LNNet[fmpq], list[list[int]], list[int]]:
+    X, y = [[k] for k in range(6)], [k % 2 for k in range(6)]
+    return lncapacity.build(X, y, method="pma"), X, y
+
+
+def test_rank_ladder_puts_the_value_the_next_layer_folds_at_the_bottom() -> None:
+    net, X, y = alternating_pma()
+    fig = plot.ladder(net, X, y, mode="rank")
+    (lines,) = by_gid(fig, "ladder-lines")
+    Y = np.array([seg[:, 1] for seg in lines.get_segments()])  # (points, columns)
+    trace = lncapacity.explain.float_trace(net, X)
+    history = lncapacity.explain.merge_history(net, trace, np.array(y))
+    for layer, groups in enumerate(history, 1):
+        bottom = int(np.argmin(Y[:, layer - 1]))  # the lowest point before the layer...
+        (formed,) = groups
+        assert bottom in formed  # ...is merged by it (the paper's fold of the smallest value)
+        assert np.ptp(Y[formed, layer]) == 0  # and the merged points share one place after
+    # merged values: one wider segment per group and column, width growing with the count
+    (merged,) = by_gid(fig, "merged-lines")
+    widths = merged.get_linewidths()
+    assert len(widths) == 1 + 2 + 2  # from layer 1: {0,2}; 2: {0,2},{3,5}; 3: {0,2},{1,3,5}
+    assert min(widths) > 1 and max(widths) > min(widths)
+    assert "merged values (width: points)" in legend_texts(fig)
+    ids = [t.get_text() for t in fig.axes[0].texts if t.get_gid() == "point-id"]
+    assert ids[:6] == [str(k) for k in range(6)] and sorted(ids[6:]) == ["0,2,4", "1,3,5"]
+
+
+def test_layer_ticks_are_integers_even_at_depth_zero() -> None:
+    X, y = [[0], [1]], [0, 1]
+    net = lncapacity.build(X, y)
+    assert net.depth == 0
+    for fig in (plot.ladder(net, X, y), plot.merge_tree(net, X, y)):
+        ax = fig.axes[0]
+        ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+        assert ticks and all(float(t).is_integer() for t in ticks)
+    points = lncapacity.explain.as_points(net, X, y)
+    skipped = plot.skipped_figures(net, points, lncapacity.explain.float_trace(net, points))
+    assert set(skipped) == {"fold_maps", "circles", "regions"}
+
+
+def test_circles_draw_the_readout_boundaries_where_two_classes_tie_on_top() -> None:
+    from lncapacity.explain import U_HAT, V_HAT
+    from lncapacity.floats import affine_arrays
+
+    X, y = [[0], [1], [3], [4]], ["A", "B", "C", "A"]
+    runs = lncapacity.build(X, y, method="runs")  # envelope readout: parallel chords
+    X9, y9 = [[k] for k in range(9)], [k % 3 for k in range(9)]
+    circ = lncapacity.build(X9, y9)  # the circle method: a polygon of class cells
+    assert circ.meta["method"] == "circle" and lncapacity.explain.reads(circ)[-1] is None
+    for net, Xs, ys, label, chords in (
+        (runs, X, y, "readout boundaries: parallel chords", 2),
+        (circ, X9, y9, "readout boundaries: a polygon's sides", 3),
+    ):
+        fig = plot.circles(net, Xs, ys)
+        lines = by_gid(fig, "readout-boundary")
+        assert len(lines) == chords
+        R, rb = affine_arrays(net.readout)
+        P = R @ np.stack([U_HAT, V_HAT], axis=1)
+        for ln in lines:
+            xy = np.stack([ln.get_xdata(), ln.get_ydata()])
+            xy = xy[:, ~np.isnan(xy[0])]
+            z = np.sort(P @ xy + rb[:, None], axis=0)
+            np.testing.assert_allclose(z[-1], z[-2], rtol=1e-9, atol=1e-9)  # a tie on top
+        texts = legend_texts(fig)
+        assert label in texts
+        assert ("direction the next map reads" in texts) == (net is runs)  # circle: the plane
+
+
+def test_merge_tree_collapses_runs_of_points_and_counts_in_words() -> None:
+    X, y = [[k] for k in range(15)], [0] * 5 + [1] * 5 + [0] * 5
+    net = lncapacity.build(X, y)
+    assert net.depth == 1
+    fig = plot.merge_tree(net, X, y)
+    assert "1 merge over 1 layer, 2 final groups" in fig.axes[0].get_title()
+    labels = sorted(t.get_text() for t in fig.axes[0].texts)
+    assert labels == ["n = 5", "n = 5", "n = 5"]  # three runs, no comb of fifteen leaves
+    G = plot.merge_graph(net, X, y)
+    assert sum(d["kind"] == "point" for _, d in G.nodes(data=True)) == 15  # GraphML keeps all
+
+
+def test_cli_plot_json_says_which_figures_were_skipped_and_why(tmp_path) -> None:
+    net_path, data = tmp_path / "net.json", tmp_path / "pts.csv"
+    fileformat.save(lncapacity.build([[0], [1]], [0, 1]), net_path)
+    data.write_text("x,label\n0,0\n1,1\n")
+    p = run("plot", net_path, data, "--out", tmp_path / "f", "--json", "--quiet", "--format", "png")
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)
+    assert sorted(report["skipped"]) == ["circles", "fold_maps", "regions"]
+    assert "depth 0" in report["skipped"]["fold_maps"]
+    drawn = {Path(f).stem for f in report["files"]}
+    assert drawn == {"ladder", "ladder_rank", "merge_tree"}
+    assert not drawn & set(report["skipped"])
+
+
+def test_regions_take_a_grid_per_axis_and_a_window(nets) -> None:
+    net = nets["runs"]
+    cert = certify(net, SPIRALS)
+    fig = plot.regions(net, SPIRALS, certificate=cert, resolution=(30, 12), window=(-1, 1, 0, 2))
+    (image,) = by_gid(fig, "regions")
+    assert image.get_array().shape == (12, 30)
+    assert tuple(image.get_extent()) == (-1, 1, 0, 2)
+    assert fig.axes[0].get_xlim() == (-1, 1) and "30x12 grid" in fig.axes[0].get_title()
+    with pytest.raises(lncapacity.errors.InputError, match="window"):
+        plot.regions(net, SPIRALS, certificate=cert, window=(1, -1, 0, 2))
+
+
+def test_fold_map_legends_name_only_what_is_drawn() -> None:
+    net, X, y = alternating_pma()  # the paper's folds read v: the fold point is the centre
+    fig = plot.fold_maps(net, X, y)
+    assert len(by_gid(fig, "centre")) == net.depth and by_gid(fig, "fold-point") == []
+    texts = legend_texts(fig)
+    assert "centre" in texts and "fold point" not in texts

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 
 from .. import fileformat
 from ..certify import certify
 from ..data import load_points
 from ..errors import InputError
+from ..explain import float_trace
 from .common import EXIT_OK, add_output_options, run
 
 
@@ -104,8 +106,15 @@ def cmd_plot(args: argparse.Namespace) -> int:
     except OSError as e:
         raise InputError(f"{args.out}: cannot create the folder: {e.strerror}") from None
     try:
+        trace = float_trace(net, points)
         paths = plot.save_figures(
-            net, points, out=args.out, formats=formats, certificate=cert, by=args.merge_by
+            net,
+            points,
+            out=args.out,
+            formats=formats,
+            certificate=cert,
+            by=args.merge_by,
+            trace=trace,
         )
     except BaseException:
         if created:  # leave nothing behind, not even the empty folder
@@ -115,8 +124,17 @@ def cmd_plot(args: argparse.Namespace) -> int:
                 pass
         raise
     seconds = round(time.perf_counter() - start, 3)
+    skipped = plot.skipped_figures(net, points, trace)
     if args.json:
-        print(json.dumps({"files": [str(p) for p in paths], "seconds": seconds}, indent=1))
+        print(
+            json.dumps(
+                {"files": [str(p) for p in paths], "skipped": skipped, "seconds": seconds},
+                indent=1,
+            )
+        )
     else:
         print("\n".join(str(p) for p in paths))
+        if not args.quiet:
+            for name, why in skipped.items():
+                print(f"skipped {name}: {why}", file=sys.stderr)
     return EXIT_OK

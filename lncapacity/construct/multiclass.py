@@ -370,22 +370,38 @@ def _watched(xl: np.ndarray, xh: np.ndarray, start: int, count: int = WATCHED) -
 # the readout
 
 
+THRESHOLD_WINDOW = fmpq(1, 64)
+"""An envelope threshold lies within this fraction of its gap of the gap's midpoint."""
+
+
+def middle(lo: fmpq, hi: fmpq) -> fmpq:
+    """A short dyadic rational within :data:`THRESHOLD_WINDOW` of the gap ``(lo, hi)`` of its
+    midpoint, so at least ``31/64`` of the gap from each side.
+
+    At the readout, ``l_{t+1} - l_t = s - tau_t`` (proofs/multiclass.md, readout lemma):
+    the margin of the run's last value is its distance to the threshold, so the
+    midpoint is the threshold of largest margin; the shortest dyadic inside the gap
+    (the former choice) can sit next to one side (iris: a value at 1.96 and the
+    threshold 2).  Still short: ``log2(1 / gap) + 7`` bits or so.
+    """
+    gap, mid = hi - lo, (lo + hi) / 2
+    return dyadic_between(mid - gap * THRESHOLD_WINDOW, mid + gap * THRESHOLD_WINDOW, mid)
+
+
 def envelope(
     chain: Chain, groups: Sequence[Sequence[int]], y: Sequence[int]
 ) -> tuple[list[tuple[int, int, fmpq]], fmpq, list[fmpq]]:
     """Lines ``z = t s + iota_t`` whose upper envelope picks the ``t``-th run's label.
 
     ``groups`` are the runs in increasing order of ``s``, one per label.  Lines
-    with slopes ``1, 2, ..., k`` meeting at rational thresholds ``tau_t``
-    strictly between consecutive runs form an upper envelope on which line
-    ``t`` is the maximum exactly on ``(tau_{t-1}, tau_t)`` (proofs/multiclass.md,
-    readout lemma), so the argmax is the run's label.  Returns ``(label, slope,
-    intercept)`` per run, a constant below the envelope on every value (for
-    classes with no point), and the thresholds.
+    with slopes ``1, 2, ..., k`` meeting at rational thresholds ``tau_t`` in the
+    middle of the gaps between consecutive runs (:func:`middle`) form an upper
+    envelope on which line ``t`` is the maximum exactly on ``(tau_{t-1}, tau_t)``
+    (proofs/multiclass.md, readout lemma), so the argmax is the run's label.
+    Returns ``(label, slope, intercept)`` per run, a constant below the envelope on
+    every value (for classes with no point), and the thresholds.
     """
-    taus = [
-        dyadic_between(chain.upper([a]), chain.lower([b])) for a, b in itertools.pairwise(groups)
-    ]
+    taus = [middle(chain.upper([a]), chain.lower([b])) for a, b in itertools.pairwise(groups)]
     lines, iota = [], fmpq(0)
     for t, g in enumerate(groups):
         lines.append((y[g[0]], t + 1, iota))

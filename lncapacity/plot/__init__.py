@@ -29,9 +29,10 @@ from .decision import regions
 from .folds import fold_maps
 from .ladders import ladder
 from .merges import merge_by, merge_graph, merge_tree, write_graphml
-from .save import save_figures
+from .save import FIGURES, save_figures, skipped_figures
 
 __all__ = [
+    "FIGURES",
     "MARKERS",
     "OKABE_ITO",
     "circles",
@@ -44,5 +45,6 @@ __all__ = [
     "regions",
     "require_matplotlib",
     "save_figures",
+    "skipped_figures",
     "write_graphml",
 ]

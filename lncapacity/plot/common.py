@@ -108,6 +108,13 @@ def _alpha(m: int) -> float:
     return 1.0 if m <= 40 else max(0.08, min(1.0, 40 / m))
 
 
+def integer_ticks(axis: Any) -> None:
+    """Ticks at integers only (layers), even when the axis spans less than one unit."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+
+
 def _grid(n: int) -> tuple[int, int]:
     cols = min(n, 4)
     return math.ceil(n / cols), cols

@@ -37,12 +37,17 @@ def regions(
     y: Any = None,
     *,
     certificate: Certificate | None = None,
-    resolution: int = 300,
+    resolution: int | tuple[int, int] = 300,
+    window: tuple[float, float, float, float] | None = None,
 ) -> Figure:
     """The classes of the plane (d = 2), evaluated in float64, the points on top.
 
     Points where float64 and the certificate (computed if not given) disagree are
-    circled in red.
+    circled in red.  ``resolution``: grid cells across (and up), or ``(across, up)``;
+    a grid coarser than the points' spacing aliases (stripes one unit wide drawn with
+    cells 0.8 apart look like noise), so give points ``delta`` apart several cells.
+    ``window``: ``(x1 low, x1 high, x2 low, x2 high)``, the part of the plane drawn (a
+    zoom; default: every point, with a margin).
     """
     from matplotlib.colors import ListedColormap
     from matplotlib.lines import Line2D
@@ -56,13 +61,21 @@ def regions(
     cert = certificate if certificate is not None else certify(net, points)
     F = points.floats()
     idx = np.array([net.classes.index(c) for c in points.y], dtype=np.intp)
-    lo, hi = F.min(axis=0), F.max(axis=0)
-    pad = 0.08 * np.where(hi > lo, hi - lo, 1.0)
-    lo, hi = lo - pad, hi + pad
-    gx, gy = np.linspace(lo[0], hi[0], resolution), np.linspace(lo[1], hi[1], resolution)
+    if window is None:
+        lo, hi = F.min(axis=0), F.max(axis=0)
+        pad = 0.08 * np.where(hi > lo, hi - lo, 1.0)
+        lo, hi = lo - pad, hi + pad
+    else:
+        lo, hi = np.array(window[::2], dtype=float), np.array(window[1::2], dtype=float)
+        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(hi > lo)):
+            raise InputError(f"window must be (x1 low, x1 high, x2 low, x2 high), got {window!r}")
+    nx, ny = (resolution, resolution) if isinstance(resolution, int) else resolution
+    if nx < 2 or ny < 2:
+        raise InputError(f"resolution must be at least 2 cells each way, got {resolution!r}")
+    gx, gy = np.linspace(lo[0], hi[0], nx), np.linspace(lo[1], hi[1], ny)
     G = np.stack(np.meshgrid(gx, gy), axis=-1).reshape(-1, 2)
     z = float_scores(net, G)
-    win = np.argmax(np.nan_to_num(z, nan=-np.inf), axis=1).reshape(resolution, resolution)
+    win = np.argmax(np.nan_to_num(z, nan=-np.inf), axis=1).reshape(ny, nx)
     k = len(net.classes)
     cmap = ListedColormap([_lighten(class_style(i, k)[0]) for i in range(k)])
     bad = disagreements(net, points, cert)
@@ -122,9 +135,12 @@ def regions(
                     label=f"float64 != certificate ({len(bad)})",
                 )
             )
+        if window is not None:
+            ax.set_xlim(lo[0], hi[0])
+            ax.set_ylim(lo[1], hi[1])
         ax.set_xlabel("x1")
         ax.set_ylabel("x2")
         ok = f"{cert.certified}/{len(cert.points)} certified"
-        ax.set_title(f"Decision regions in float64 ({resolution}x{resolution} grid); {ok}")
+        ax.set_title(f"Decision regions in float64 ({nx}x{ny} grid); {ok}")
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig

@@ -93,6 +93,7 @@ def fold_maps(
         axes = fig.subplots(rows, ncols, squeeze=False)
         for ax in axes.ravel()[len(chosen) :]:
             ax.set_visible(False)
+        drawn: set[str] = set()  # the legend names only what some panel shows
         for ax, layer in zip(axes.ravel(), chosen, strict=False):
             vin, vout = trace.values[layer - 1], trace.values[layer]
             ax.set_title(f"layer {layer}{_kind(net, layer)}")
@@ -106,6 +107,7 @@ def fold_maps(
                     transform=ax.transAxes,
                 )
                 continue
+            drawn.add("map")
             lo, hi = float(np.min(vin)), float(np.max(vin))
             pad = 0.08 * (hi - lo) if hi > lo else 1.0
             grid = np.linspace(lo - pad, hi + pad, 600)
@@ -132,6 +134,7 @@ def fold_maps(
                     rd[layer].row,  # type: ignore[union-attr]
                 )
                 if math.isfinite(to_float(s0)):  # beyond the float range: off any axis
+                    drawn.add("centre")
                     ax.axvline(
                         to_float(s0), color="black", linestyle="--", linewidth=1, gid="centre"
                     )
@@ -141,6 +144,7 @@ def fold_maps(
                     and a2 != 0
                     and math.isfinite(to_float(s0 + a2 * kk / (a1 * g)))
                 ):
+                    drawn.add("fold point")
                     ax.axvline(
                         to_float(s0 + a2 * kk / (a1 * g)),
                         color="black",
@@ -174,13 +178,15 @@ def fold_maps(
             ax.set_xlabel(f"value read by layer {layer}")
             ax.set_ylabel("value out" if layer < net.depth else "value read by the readout")
             ax.ticklabel_format(axis="both", style="sci", scilimits=(-3, 4))
-        handles = [
-            *_class_handles(net, present),
-            Line2D([], [], color="0.45", label="the layer's map"),
-            Line2D([], [], color="black", linestyle="--", label="centre"),
-            Line2D([], [], color="black", linestyle=":", label="fold point"),
-            Line2D([], [], color="0.3", linewidth=5, label="label runs (edges)"),
-        ]
+        handles = _class_handles(net, present)
+        for name, line in (
+            ("map", Line2D([], [], color="0.45", label="the layer's map")),
+            ("centre", Line2D([], [], color="black", linestyle="--", label="centre")),
+            ("fold point", Line2D([], [], color="black", linestyle=":", label="fold point")),
+            ("map", Line2D([], [], color="0.3", linewidth=5, label="label runs (edges)")),
+        ):
+            if name in drawn:
+                handles.append(line)
         fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 2 * ncols))
         fig.suptitle(
             "Fold maps: value in -> value out" + _subsample_note(len(chosen), net.depth, "layers")

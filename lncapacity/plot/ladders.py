@@ -14,7 +14,15 @@ import numpy as np
 
 from ..arith import to_float
 from ..errors import InputError
-from ..explain import MERGE_RTOL, Trace, class_arcs, class_intervals, merge_history
+from ..explain import (
+    MERGE_RTOL,
+    Trace,
+    class_arcs,
+    class_intervals,
+    layer_constants,
+    merge_history,
+    reads,
+)
 from ..model import LNNet
 from .common import (
     SLIDE,
@@ -25,6 +33,7 @@ from .common import (
     _setup,
     _subsample_note,
     class_style,
+    integer_ticks,
     require_matplotlib,
 )
 
@@ -34,6 +43,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 MAX_COLUMNS = 60
 """Ladder columns shown at most (layers are subsampled evenly beyond)."""
+MAX_IDS = 12
+"""Points labelled with their ids (at the first and last column) at most."""
 
 
 def _rank(v: np.ndarray, amplitude: float) -> np.ndarray:
@@ -60,8 +71,29 @@ def _merged_sets(net: LNNet[Any], trace: Trace, idx: np.ndarray) -> list[np.ndar
     return out
 
 
+def _folded_end(net: LNNet[Any], trace: Trace) -> list[int]:
+    """Per column ``c < L``: ``-1`` if layer ``c + 1`` folds at the low end of the values it
+    reads (its centre at or below their middle: the short side is folded over the long
+    one), ``+1`` at the high end, ``0`` if it has no single centre."""
+    rd = reads(net)
+    out = []
+    for c, v in enumerate(trace.values[:-1]):
+        a, nxt = rd[c], rd[c + 1]
+        if v is None or a is None or nxt is None or net.norm(c).groups != 1:
+            out.append(0)
+            continue
+        s0 = to_float(layer_constants(net, net.layers[c].b, a.col, nxt.row)[0])
+        lo, hi = float(np.min(v)), float(np.max(v))
+        # near the middle both ends fold onto each other: keep the low end at the bottom
+        out.append(0 if not math.isfinite(s0) else 1 if s0 > (lo + hi) / 2 + (hi - lo) / 50 else -1)
+    return out
+
+
 def _ladder_columns(
-    trace: Trace, mode: str, sets: list[np.ndarray] | None = None
+    trace: Trace,
+    mode: str,
+    sets: list[np.ndarray] | None = None,
+    folded_end: list[int] | None = None,
 ) -> tuple[list[int], list[np.ndarray], str]:
     """Column indices, their plotted coordinates, and the y-axis label."""
     cols, ys = [], []
@@ -85,10 +117,14 @@ def _ladder_columns(
                 ys.append(v / a)
             cols.append(c)
         if mode == "rank":
-            for c in range(1, len(ys)):  # undo reversals: orient like the previous column
-                if np.dot(ys[c], ys[c - 1]) < 0:
+            for c in range(len(ys) - 1):  # the end the next layer folds at the bottom
+                if folded_end is not None and folded_end[c] > 0:
                     ys[c] = -ys[c]
-            return cols, ys, "position in sorted order\n(each column oriented like the one before)"
+            return (
+                cols,
+                ys,
+                "position in sorted order\n(the end the next layer folds at the bottom)",
+            )
         return cols, ys, "value / amplitude"
     if mode == "principal":
         ys = list(trace.principal or [])
@@ -104,7 +140,7 @@ def _ladder_columns(
     for layer in range(1, trace.depth + 1):
         cols.append(layer)
         ys.append(trace.angles[layer - 1] / math.pi)
-    return cols, ys, "angle on the circle / pi (column 0: value / amplitude)"
+    return cols, ys, r"angle on the circle / $\pi$ (column 0: value / amplitude)"
 
 
 def _final_bands(
@@ -159,13 +195,16 @@ def ladder(
     Column 0 is the input's projection, column ``l`` what follows layer ``l``.
     ``mode``: ``"value"`` (the scalar each map reads, over its amplitude: needs
     rank-one maps), ``"rank"`` (the point's position in each column's sorted
-    order, oriented like the column before, merged values sharing one place:
-    the paper's picture, every merge visible), ``"angle"`` (the angle on the
+    order, each column turned so that the end the next layer folds over is at the
+    bottom (``_folded_end``), merged values sharing one place: the paper's picture,
+    every merge visible), ``"angle"`` (the angle on the
     circle: every layer of width 3), ``"principal"`` (each column's first principal
     coordinate: any net, e.g. a trained one of other widths) or ``"auto"`` (value when
     possible, else angle, else principal).  Lines that meet
-    are merges; at the last column the readout's thresholds (dashed) and the
-    values (or arcs) each class wins (bar) are drawn.
+    are merges, drawn wider the more points they carry (value and rank modes); with
+    ``MAX_IDS`` points or fewer their ids label the first column (and, in rank mode,
+    the places of the last); at the last column the readout's thresholds (dashed) and
+    the values (or arcs) each class wins (bar) are drawn.
     """
     from matplotlib.collections import LineCollection
     from matplotlib.lines import Line2D
@@ -180,8 +219,9 @@ def ladder(
         raise InputError("this net has a map of rank above one: use mode='angle' or 'principal'")
     if mode == "angle" and not trace.on_circle:
         raise InputError("the angle view needs every layer of width 3: use mode='principal'")
-    sets = _merged_sets(net, trace, idx) if mode == "rank" else None
-    cols, ys, ylabel = _ladder_columns(trace, mode, sets)
+    sets = _merged_sets(net, trace, idx) if mode in ("value", "rank") else None
+    ends = _folded_end(net, trace) if mode == "rank" else None
+    cols, ys, ylabel = _ladder_columns(trace, mode, sets if mode == "rank" else None, ends)
     if not cols:
         raise InputError("nothing to draw: no LayerNorm layers and a readout of rank above one")
     sel = _select(len(cols), max_columns)
@@ -214,6 +254,15 @@ def ladder(
             )
             sc.set_rasterized(m * len(xs) > 4000)
         handles = _class_handles(net, present, line=True)
+        if sets is not None:
+            merged = _merged_segments(xs, Y, [sets[cols[i]] for i in sel], colours)
+            if merged is not None:
+                ax.add_collection(merged)
+                handles.append(
+                    Line2D([], [], color="0.3", linewidth=4, label="merged values (width: points)")
+                )
+        if m <= MAX_IDS:  # ids at the last column where places are apart: in rank mode
+            _label_ids(ax, xs, Y, last=mode == "rank")
         last = xs[-1]
         step = last - xs[-2] if len(xs) > 1 else 1.0
         bar_x, bar_w = last + 0.15 * step, 0.25 * step
@@ -258,7 +307,7 @@ def ladder(
         ax.set_ylim(-1.12, 1.12)
         ax.set_xlabel("layer (0 = projection of the input)")
         ax.set_ylabel(ylabel)
-        ax.xaxis.get_major_locator().set_params(integer=True)
+        integer_ticks(ax.xaxis)
         ax.set_title(
             f"Ladder: {m} points through {trace.depth} LayerNorm layer"
             f"{'s' * (trace.depth != 1)} ({mode})" + _subsample_note(len(sel), len(cols), "columns")
@@ -266,6 +315,62 @@ def ladder(
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         ax.grid(True, axis="x", alpha=0.3)
     return fig
+
+
+def _merged_segments(
+    xs: np.ndarray, Y: np.ndarray, roots: list[np.ndarray], colours: list[str]
+) -> Any:
+    """The ladder's segments that carry merged values, width growing with the points they carry.
+
+    A segment from column ``c`` to the next is shared by the points merged at ``c``
+    (same root); ``None`` if no segment carries two or more points.
+    """
+    from matplotlib.collections import LineCollection
+
+    segs, widths, cs = [], [], []
+    for c in range(len(xs) - 1):
+        root = roots[c]
+        count = np.bincount(root, minlength=len(root))
+        for r in np.nonzero(count > 1)[0]:
+            segs.append([(xs[c], Y[c, r]), (xs[c + 1], Y[c + 1, r])])
+            widths.append(min(1.0 + 2.0 * math.log2(count[r]), 10.0))
+            cs.append(colours[r])
+    if not segs:
+        return None
+    lines = LineCollection(segs, colors=cs, linewidths=widths, alpha=0.6, capstyle="round")
+    lines.set_gid("merged-lines")
+    return lines
+
+
+def _label_ids(ax: Any, xs: np.ndarray, Y: np.ndarray, last: bool) -> None:
+    """Each point's id left of the first column; at the last (if ``last``) the ids of each place."""
+    for k, yk in enumerate(Y[0]):
+        ax.annotate(
+            str(k),
+            (xs[0], yk),
+            xytext=(-7, 0),
+            textcoords="offset points",
+            ha="right",
+            va="center",
+            fontsize=9,
+            gid="point-id",
+        )
+    if len(xs) == 1 or not last:
+        return
+    places: dict[float, list[int]] = {}
+    for k, yk in enumerate(Y[-1]):
+        places.setdefault(round(float(yk), 6), []).append(k)
+    for yk, ks in places.items():
+        ax.annotate(
+            ",".join(map(str, ks)),
+            (xs[-1], yk),
+            xytext=(0, 7),
+            textcoords="offset points",
+            ha="center",
+            va="bottom",
+            fontsize=9,
+            gid="point-id",
+        )
 
 
 def _wrap(lo: float, hi: float) -> list[tuple[float, float]]:

@@ -15,7 +15,15 @@ import numpy as np
 from ..errors import InputError
 from ..explain import Trace, merge_history
 from ..model import LNNet
-from .common import SLIDE, _class_handles, _figure, _setup, class_style, require_matplotlib
+from .common import (
+    SLIDE,
+    _class_handles,
+    _figure,
+    _setup,
+    class_style,
+    integer_ticks,
+    require_matplotlib,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -116,6 +124,32 @@ def write_graphml(G: nx.DiGraph, path: str | os.PathLike[str]) -> None:
     write_atomic(path, "\n".join(nx.generate_graphml(G)) + "\n")
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' * (n != 1)}"
+
+
+COLLAPSE = 5
+"""A group with at least this many points as direct children shows them as one leaf."""
+
+
+def _collapse_leaves(G: nx.DiGraph) -> nx.DiGraph:
+    """``G`` with the points directly below a group of ``COLLAPSE`` or more replaced by one
+    leaf (``kind="point"``, ``size`` their number, ``point`` -1): iris's runs of 49 flowers
+    become one leaf "n = 49" instead of a comb of 49."""
+    H = G.copy()
+    for node in list(G.nodes):
+        kids = [c for c in G.predecessors(node) if G.nodes[c]["kind"] == "point"]
+        if len(kids) < COLLAPSE:
+            continue
+        H.remove_nodes_from(kids)
+        leaf = f"{node}-points"
+        H.add_node(
+            leaf, kind="point", label=G.nodes[node]["label"], layer=0, size=len(kids), point=-1
+        )
+        H.add_edge(leaf, node, layer=G.nodes[node]["layer"])
+    return H
+
+
 def merge_tree(
     net: LNNet[Any],
     X: Any,
@@ -128,12 +162,16 @@ def merge_tree(
     """The merge tree drawn as a dendrogram: points on the left, groups at their layer.
 
     Leaves are ordered so that no two branches cross; each group sits at the
-    mean height of what it joins, its marker area grows with its size.
+    mean height of what it joins, its marker area grows with its size.  The points
+    directly below a group of ``COLLAPSE`` or more are drawn as one leaf "n = ..."
+    (the graph written to GraphML keeps every point).
     """
     from matplotlib.collections import LineCollection
 
     points, idx, trace = _setup(net, X, y, trace)
     G = graph if graph is not None else merge_graph(net, points, by=merge_by(net, by), trace=trace)
+    merges = sum(1 for n in G.nodes if G.nodes[n]["kind"] == "merge")
+    G = _collapse_leaves(G)
     k = len(net.classes)
     names = [str(c) for c in net.classes]
     roots = [n for n in G.nodes if G.out_degree(n) == 0]
@@ -189,10 +227,23 @@ def merge_tree(
                 for n in G.nodes
                 if G.nodes[n]["kind"] == "point" and G.nodes[n]["label"] == names[i]
             ]
+            bunch = [n for n in pts if G.nodes[n]["size"] > 1]
+            pts = [n for n in pts if G.nodes[n]["size"] == 1]
+            ax.scatter(
+                [xpos[n] for n in bunch],
+                [ypos[n] for n in bunch],
+                s=90,
+                color=colour,
+                marker=marker,
+                edgecolors="black",
+                linewidths=0.6,
+                zorder=3,
+                gid=f"bunches-{i}",
+            )
             ax.scatter(
                 [xpos[n] for n in pts],
                 [ypos[n] for n in pts],
-                s=30 if m <= 60 else 4,
+                s=30 if leaf <= 60 else 4,
                 color=colour,
                 marker=marker,
                 zorder=3,
@@ -215,27 +266,29 @@ def merge_tree(
                     zorder=4,
                     gid=f"groups-{i}",
                 )
-        if m <= 30:
-            for n in G.nodes:
-                if G.nodes[n]["kind"] == "point":
-                    ax.annotate(
-                        str(G.nodes[n]["point"]),
-                        (xpos[n], ypos[n]),
-                        textcoords="offset points",
-                        xytext=(-6, 0),
-                        ha="right",
-                        va="center",
-                        fontsize=9,
-                    )
-        ax.set_xlim(-1.5, max([0.0, *xpos.values()]) + 0.5)
+        for n in G.nodes:  # a leaf of many points says how many; single points their id
+            size = G.nodes[n]["size"]
+            if G.nodes[n]["kind"] == "point" and (size > 1 or m <= 30):
+                ax.annotate(
+                    f"n = {size}" if size > 1 else str(G.nodes[n]["point"]),
+                    (xpos[n], ypos[n]),
+                    textcoords="offset points",
+                    xytext=(-9 if size > 1 else -6, 0),
+                    ha="right",
+                    va="center",
+                    fontsize=10 if size > 1 else 9,
+                )
+        bunched = any(G.nodes[n]["kind"] == "point" and G.nodes[n]["size"] > 1 for n in G)
+        ax.set_xlim(-2.2 if bunched else -1.5, max([0.0, *xpos.values()]) + 0.5)
         ax.set_ylim(-1, max(leaf, 1))
+        integer_ticks(ax.xaxis)
         ax.set_xlabel("layer at which the group forms (points at -1, input runs at 0)")
         ax.set_ylabel("points (ordered so branches do not cross)")
         ax.set_yticks([])
-        merges = sum(1 for n in G.nodes if G.nodes[n]["kind"] == "merge")
         ax.set_title(
-            f"Merge tree ({G.graph.get('merged_by', 'runs')}): {m} points, {merges} "
-            f"merges over {net.depth} layers, {len(roots)} final groups"
+            f"Merge tree ({G.graph.get('merged_by', 'runs')}): {m} points, "
+            f"{_count(merges, 'merge')} over {_count(net.depth, 'layer')}, "
+            f"{_count(len(roots), 'final group')}"
         )
         ax.legend(
             handles=_class_handles(net, present), loc="upper left", bbox_to_anchor=(1.01, 1.0)

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import fileformat
 from ..certify import Certificate
-from ..explain import as_points, float_trace
+from ..data import PointSet
+from ..explain import Trace, as_points, float_trace
 from ..model import LNNet
 from .circle_views import circles
 from .decision import regions
@@ -23,6 +24,31 @@ from .merges import merge_by, merge_graph, merge_tree
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
+
+
+FIGURES = ("ladder", "ladder_rank", "fold_maps", "circles", "regions", "merge_tree")
+"""The pictures :func:`save_figures` draws, each where it applies (:func:`skipped_figures`)."""
+
+
+def skipped_figures(net: LNNet[Any], points: PointSet, trace: Trace) -> dict[str, str]:
+    """The pictures of :data:`FIGURES` that do not apply to ``net`` on ``points``, and why."""
+    out: dict[str, str] = {}
+    depth0 = "the net has no LayerNorm layers (depth 0)"
+    if not (net.layers or trace.has_values):
+        out["ladder"] = f"{depth0} and a readout of rank above one: no value to draw"
+    if not trace.has_values:
+        out["ladder_rank"] = "a map of rank above one: no scalar value to rank"
+    if not net.layers:
+        out["fold_maps"] = f"{depth0}: there is no fold to draw"
+    elif not trace.has_values:
+        out["fold_maps"] = "a map of rank above one: no scalar map to draw"
+    if not net.layers:
+        out["circles"] = f"{depth0}: no LayerNorm output to put on the circle"
+    elif net.width != 3:
+        out["circles"] = f"layers of width {net.width}: the circle view needs width 3"
+    if points.d != 2:
+        out["regions"] = f"the points have {points.d} features: decision regions need 2"
+    return out
 
 
 def save_figures(
@@ -35,28 +61,29 @@ def save_figures(
     certificate: Certificate | None = None,
     by: str = "auto",
     dpi: int = 120,
+    trace: Trace | None = None,
 ) -> list[Path]:
     """Draw every picture that applies and write them to folder ``out``; return the paths.
 
     ``ladder`` (value or angle), ``ladder_rank``, ``fold_maps``, ``circles`` (width 3
     with layers), ``regions`` (d = 2), ``merge_tree`` and ``merge_tree.graphml``
-    (merged ``by`` runs or values, see :func:`~.merges.merge_by`).  Files appear only when
+    (merged ``by`` runs or values, see :func:`~.merges.merge_by`); those that do not
+    apply, and why, are :func:`skipped_figures`.  ``trace``: the points' float64 trace,
+    if already computed.  Files appear only when
     all are drawn (each written to a temporary file first, then renamed).
     """
     points = as_points(net, X, y)
-    trace = float_trace(net, points)
+    trace = trace if trace is not None else float_trace(net, points)
     folder = Path(out)
-    figs: list[tuple[str, Figure]] = []
-    if net.layers or trace.has_values:
-        figs.append(("ladder", ladder(net, points, trace=trace)))
-    if trace.has_values:
-        figs.append(("ladder_rank", ladder(net, points, mode="rank", trace=trace)))
-    if net.layers and trace.has_values:
-        figs.append(("fold_maps", fold_maps(net, points, trace=trace)))
-    if net.layers and net.width == 3:
-        figs.append(("circles", circles(net, points, trace=trace)))
-    if points.d == 2:
-        figs.append(("regions", regions(net, points, certificate=certificate)))
+    skip = skipped_figures(net, points, trace)
+    draw: dict[str, Callable[[], Figure]] = {
+        "ladder": lambda: ladder(net, points, trace=trace),
+        "ladder_rank": lambda: ladder(net, points, mode="rank", trace=trace),
+        "fold_maps": lambda: fold_maps(net, points, trace=trace),
+        "circles": lambda: circles(net, points, trace=trace),
+        "regions": lambda: regions(net, points, certificate=certificate),
+    }
+    figs = [(name, f()) for name, f in draw.items() if name not in skip]
     G = merge_graph(net, points, by=merge_by(net, by), trace=trace)
     figs.append(("merge_tree", merge_tree(net, points, graph=G, trace=trace)))
     import networkx as nx
