@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from lncapacity import InputError, build, certify, fileformat, points_from_arrays
-from lncapacity.construct import AUTO_BUDGET, AUTO_LARGE, auto_budget
+from lncapacity.construct import AUTO_BUDGET, AUTO_LARGE, AUTO_MIN_DEPTH, auto_budget
 from lncapacity.floats import check
 
-ALTERNATING = points_from_arrays(np.arange(10).reshape(-1, 1), np.arange(10) % 2)
-"""10 alternating points on a line: ``runs`` needs 8 layers, circle fewer (the fold-count
-bound is 3, proofs/circle_maps.md)."""
+ALTERNATING = points_from_arrays(np.arange(12).reshape(-1, 1), np.arange(12) % 2)
+"""12 alternating points on a line: ``runs`` needs 10 layers (more than ``AUTO_MIN_DEPTH``),
+circle fewer (the fold-count bound is 3, proofs/circle_maps.md)."""
 
 
 def _bytes(net):
@@ -23,8 +23,9 @@ def test_auto_is_circle_when_circle_is_shallower():
     runs = build(ALTERNATING, method="runs")
     circle = build(ALTERNATING, method="circle")
     net = build(ALTERNATING, budget=3600)  # a budget the search cannot exhaust: deterministic
-    assert runs.depth == 8 and 3 <= net.depth == circle.depth < runs.depth
-    assert net.meta["method"] == "circle" and net.meta["auto"] == "circle over runs (8)"
+    assert runs.depth == 10 > AUTO_MIN_DEPTH
+    assert 3 <= net.depth == circle.depth < runs.depth
+    assert net.meta["method"] == "circle" and net.meta["auto"] == "circle over runs (10)"
     assert (net.layers, net.readout) == (circle.layers, circle.readout)
     assert certify(net, ALTERNATING).all_certified
     assert check(net, ALTERNATING, "float64").all_agree
@@ -34,14 +35,16 @@ def test_auto_keeps_the_runs_net_without_a_budget_or_with_a_depth():
     runs = build(ALTERNATING, method="runs")
     assert _bytes(build(ALTERNATING, budget=0)) == _bytes(runs)
     # with a depth both would have it: runs alone, as before
-    padded = build(ALTERNATING, depth=9, budget=3600)
-    assert _bytes(padded) == _bytes(build(ALTERNATING, method="runs", depth=9))
+    padded = build(ALTERNATING, depth=11, budget=3600)
+    assert _bytes(padded) == _bytes(build(ALTERNATING, method="runs", depth=11))
 
 
-def test_auto_keeps_runs_when_circle_cannot_be_shallower():
-    # 0 1 1 0: runs needs 1 layer, and a circle net has at least one: no search
-    points = points_from_arrays([[0], [1], [2], [3]], [0, 1, 1, 0])
-    assert _bytes(build(points, budget=3600)) == _bytes(build(points, method="runs"))
+def test_auto_keeps_shallow_runs_nets_without_a_search():
+    # 10 alternating points: runs needs 8 layers (AUTO_MIN_DEPTH), circle could do with 3
+    points = points_from_arrays(np.arange(10).reshape(-1, 1), np.arange(10) % 2)
+    runs = build(points, method="runs")
+    assert runs.depth == AUTO_MIN_DEPTH
+    assert _bytes(build(points, budget=3600)) == _bytes(runs)
 
 
 def test_circle_with_budget_zero_gives_way_to_runs():
@@ -86,8 +89,8 @@ def test_cli_budget_zero_writes_the_runs_net(tmp_path):
     from lncapacity.cli import main
 
     data = tmp_path / "d.csv"
-    data.write_text("x,label\n" + "".join(f"{k},{k % 2}\n" for k in range(10)))
+    data.write_text("x,label\n" + "".join(f"{k},{k % 2}\n" for k in range(12)))
     out = tmp_path / "n.json"
     assert main(["certify", str(data), "--budget", "0", "--out", str(out), "--quiet"]) == 0
     net = fileformat.load(out)
-    assert net.meta["method"] == "runs" and net.depth == 8
+    assert net.meta["method"] == "runs" and net.depth == 10

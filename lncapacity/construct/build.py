@@ -68,6 +68,9 @@ AUTO_BUDGET = (10.0, 0.1, 120.0)
 seconds (:func:`auto_budget`; measured, unloaded 2-core machine, docs/tables/circle.md:
 circle finds its nets on 48 collinear points in about 2 s, on 200 random points in R^3 in 6,
 on digits even/odd, 1797 points, in about 30)."""
+AUTO_MIN_DEPTH = 8
+"""``auto`` keeps a ``runs`` net of at most this many layers without a search (small builds,
+property checks and examples stay instant; circle saves at most a few layers there)."""
 AUTO_LARGE = 2000
 """From this many points on, ``auto``'s circle search gets as long as ``runs`` took, so the
 default costs at most about twice ``runs`` (random labels there are beyond circle's reach in
@@ -211,11 +214,12 @@ def _auto(
 ) -> LNNet[fmpq]:
     """``auto`` with two classes: today's ``runs`` net, unless a circle search within the
     budget (:func:`auto_budget` unless given) finds a shallower one (certified and float64-
-    faithful, as ``method="circle"``'s).  With ``depth`` both have that depth: runs alone."""
+    faithful, as ``method="circle"``'s).  With ``depth`` both have that depth, and a runs net
+    of at most :data:`AUTO_MIN_DEPTH` layers is kept: runs alone."""
     start = time.monotonic()
     net = _folded(points, None, yk, present, cls, eps_q, depth, seed, "runs", progress, meta)
     seconds = auto_budget(points.m, time.monotonic() - start) if budget is None else budget
-    if depth is not None or net.depth < 2 or seconds <= 0:
+    if depth is not None or net.depth <= AUTO_MIN_DEPTH or seconds <= 0:
         return net
     note = getattr(progress, "note", None)
     if note:
@@ -249,14 +253,14 @@ def _circle(
 ) -> LNNet[fmpq] | None:
     """``method="circle"``: its net (certified, float64-faithful), or None after noting in
     ``meta`` (``method = "runs"``, ``fallback``) why ``runs`` is used.  When ``runs``
-    after the circle layers (a :class:`Handoff`) fails, the search runs again for whole
-    circle nets (no hand-over) if ``deadline`` has not passed.  ``below``: a depth the
-    net must beat (``auto``: the ``runs`` net's; nothing deeper is finished)."""
+    after the circle layers (a :class:`Handoff`) fails, the search runs again from the
+    next seed, up to :data:`HANDOFF_RETRIES` times while ``deadline`` has not passed.
+    ``below``: a depth the net must beat (``auto``: the ``runs`` net's)."""
     note = getattr(progress, "note", None)
     why: str | None = None
-    for handoff in (True, False):
+    for retry in range(HANDOFF_RETRIES + 1):
         got = build_circle(
-            points, yk, present, cls, eps_q, depth, seed, progress, meta, deadline, handoff
+            points, yk, present, cls, eps_q, depth, seed + retry, progress, meta, deadline
         )
         why = None  # None: build_circle noted in meta why runs is used
         handed = isinstance(got, Handoff)
@@ -272,6 +276,8 @@ def _circle(
             # by construction (its folds start from balls)
             why = _rejected(got, points, certify="handoff" not in meta)
             if why is None:
+                if retry:
+                    got = replace(got, meta={**got.meta, "circle_seed": seed + retry})
                 return got
         elif isinstance(got, LNNet):
             why = f"{got.depth} layers, no fewer than runs' {below}"
@@ -279,14 +285,20 @@ def _circle(
             return None
         for key in (*CIRCLE_META, "folds", "depth"):
             meta.pop(key, None)
-        if not handed or past(deadline):
+        if not handed or past(deadline) or retry == HANDOFF_RETRIES:
             break
         if note:
-            note(f"circle: {why}; searching again without the hand-over")
+            note(f"circle: {why}; searching again from seed {seed + retry + 1}")
     meta.update(method="runs", fallback=f"circle: {why}; runs used")
     if note:
         note(f"circle gave way to runs: {why}")
     return None
+
+
+HANDOFF_RETRIES = 2
+"""Further seeds :func:`build` tries when ``runs`` fails after a circle search's layers
+(measured on digits even/odd: after seed 0's hand-over runs ran out of float resolution,
+layer 49; seed 1's search found a 15-layer circle net)."""
 
 
 def ln_g_options(method: str, depth: int | None, exact: bool) -> None:

@@ -200,7 +200,6 @@ def build_circle(
     progress: Progress | None,
     meta: dict[str, Any],
     deadline: float | None = None,
-    handoff: bool = True,
 ) -> Any:
     """The circle method's entry point from :func:`~lncapacity.construct.build`.
 
@@ -211,9 +210,7 @@ def build_circle(
     search found nothing shallower than ``runs`` would build (its depth is the
     number of label runs along the projection minus ``k``).
     With ``depth``, the net is padded with identity layers.  ``deadline``: the search's
-    (:func:`circle_state`); ``handoff=False``: no hand-over, only nets whose every class is
-    one arc (what :func:`~lncapacity.construct.build` tries when ``runs`` after a hand-over
-    fails).
+    (:func:`circle_state`).
     """
     from ...model import LNNet
     from ..project import project, runs
@@ -232,8 +229,7 @@ def build_circle(
             float(eps),
             max_depth=limit,
             seed=seed,
-            # runs with k labels loses float resolution fast (multiclass §6)
-            handoff=handoff and k == 2,
+            handoff=k == 2,  # runs with k labels loses float resolution fast (multiclass §6)
             progress=progress,
             deadline=deadline,
         )
