@@ -67,11 +67,7 @@ def main() -> None:
     add_option(parser)
     args = parser.parse_args()
     md = Markdown(args.markdown)
-
-    def out(line: str) -> None:
-        print(line, flush=True)
-        md.add(line)
-
+    out = md.out
     out(
         "| set | m | runs depth (median) | default depth (median / worst) | circle chosen "
         "| target | measured | met | certified + float64 | default s | runs s |"

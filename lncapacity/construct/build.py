@@ -156,7 +156,19 @@ def build(
     present = sorted(set(points.y), key=cls.index)
     yk = [present.index(label) for label in points.y]
     if auto:  # two classes: runs, and circle within the budget when it is shallower
-        return _auto(points, yk, present, cls, eps_q, depth, seed, progress, meta, seconds)
+        circle_meta = {"generator": meta["generator"], "method": "circle"}
+        return _auto(
+            points.m,
+            lambda: _folded(
+                points, None, yk, present, cls, eps_q, depth, seed, "runs", progress, meta
+            ),
+            lambda deadline, below: _circle(
+                points, yk, present, cls, eps_q, None, seed, progress, circle_meta, deadline, below
+            ),
+            depth is not None,
+            seconds,
+            progress,
+        )
     if method == "circle":  # whole circle maps per layer: its own entry point (circle.py)
         two = seconds is not None and len(present) == 2  # budgets are for two classes
         deadline = time.monotonic() + seconds if two else None
@@ -201,38 +213,30 @@ def _budget(budget: object) -> float | None:
 
 
 def _auto(
-    points: PointSet,
-    yk: list[int],
-    present: list[Label],
-    cls: tuple[Label, ...],
-    eps_q: fmpq,
-    depth: int | None,
-    seed: int,
-    progress: Progress | None,
-    meta: dict[str, Any],
+    m: int,
+    runs: Callable[[], LNNet[fmpq]],
+    circle: Callable[[float, int], LNNet[fmpq] | None],
+    padded: bool,
     budget: float | None,
+    progress: Progress | None,
 ) -> LNNet[fmpq]:
-    """``auto`` with two classes: today's ``runs`` net, unless a circle search within the
-    budget (:func:`auto_budget` unless given) finds a shallower one (certified and float64-
-    faithful, as ``method="circle"``'s).  With ``depth`` both have that depth, and a runs net
-    of at most :data:`AUTO_MIN_DEPTH` layers is kept: runs alone."""
+    """``auto`` with two classes: the ``runs`` net (``runs()``), unless ``circle(deadline,
+    depth to beat)`` (:func:`_circle`) finds a shallower one within the budget
+    (:func:`auto_budget` of the ``m`` points unless given).  A runs net of at most
+    :data:`AUTO_MIN_DEPTH` layers, or one ``padded`` to a given depth, is kept unsearched."""
     start = time.monotonic()
-    net = _folded(points, None, yk, present, cls, eps_q, depth, seed, "runs", progress, meta)
-    seconds = auto_budget(points.m, time.monotonic() - start) if budget is None else budget
-    if depth is not None or net.depth <= AUTO_MIN_DEPTH or seconds <= 0:
+    net = runs()
+    seconds = auto_budget(m, time.monotonic() - start) if budget is None else budget
+    if padded or net.depth <= AUTO_MIN_DEPTH or seconds <= 0:
         return net
     note = getattr(progress, "note", None)
     if note:
         note(f"auto: runs needs {net.depth} layers; circle searches for fewer ({seconds:.0f} s)")
-    circle_meta = {"generator": meta["generator"], "method": "circle"}
-    deadline = time.monotonic() + seconds
-    circle = _circle(
-        points, yk, present, cls, eps_q, None, seed, progress, circle_meta, deadline, net.depth
-    )
-    if circle is not None and circle.depth < net.depth:
+    found = circle(time.monotonic() + seconds, net.depth)
+    if found is not None and found.depth < net.depth:
         if note:
-            note(f"auto: circle, {circle.depth} layers (runs {net.depth})")
-        return replace(circle, meta={**circle.meta, "auto": f"circle over runs ({net.depth})"})
+            note(f"auto: circle, {found.depth} layers (runs {net.depth})")
+        return replace(found, meta={**found.meta, "auto": f"circle over runs ({net.depth})"})
     if note:
         note(f"auto: runs kept, {net.depth} layers")
     return net
