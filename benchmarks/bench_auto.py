@@ -12,7 +12,8 @@ target marked met or missed:
   time at most twice ``runs``' (measured in the same process, one after the other).
 
 Every net is certified and checked in float64; the load (``os.getloadavg``) is printed
-with the table, since the budget is wall-clock time and the machine may be shared.
+with the table: the budget counts the process's CPU time (``time.process_time``), the
+table's times are wall-clock, and the machine may be shared.
 
     python benchmarks/bench_auto.py                      # everything (~15 min on 2 cores)
     python benchmarks/bench_auto.py --seeds 3 --skip digits large   # quick

@@ -52,7 +52,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--budget",
         type=seconds,
         metavar="SECONDS",
-        help="time the circle search may take (auto with two classes: default m/10 s, "
+        help="CPU time the circle search for two classes may take (auto: default m/10 s, "
         "10 to 120, for m < 2000 points, else as long as runs took; circle: default no "
         "limit; 0: no search)",
     )

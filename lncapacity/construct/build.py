@@ -111,10 +111,11 @@ def build(
     ``"circle"`` (whole circle maps per layer, searched; ``runs`` when that is not
     shallower), ``"peel"`` (three or more classes, one at a time against the rest by
     the binary ``runs`` folds, :mod:`.peel`; ``pma`` when it gives way) or ``"auto"``
-    (the default: :data:`DEFAULT_METHOD`).  ``budget``: seconds the circle search may take
-    (``auto`` with two classes: after ``runs``, default :func:`auto_budget`; ``circle``:
-    default no limit; 0: no search).  The net depends on the machine's speed only when
-    the search is cut short by it.  At most ``m - 2`` layers for ``m``
+    (the default: :data:`DEFAULT_METHOD`).  ``budget``: CPU seconds (``time.process_time``)
+    the circle search for two classes may take (``auto``: after ``runs``, default
+    :func:`auto_budget`; ``circle``: default no limit; 0: no search; three or more classes:
+    not limited).  The net depends on the machine's speed only when the search is cut
+    short by it.  At most ``m - 2`` layers for ``m``
     distinct points (seed 000, Theorem).  ``exact=True`` (with ``method="pma"``, two
     classes): the paper's algorithm to the letter, fold centres at the true midpoints
     (algebraic numbers, :mod:`.exact`, proofs/exact_merges.md), so merged values are equal.
@@ -171,7 +172,7 @@ def build(
         )
     if method == "circle":  # whole circle maps per layer: its own entry point (circle.py)
         two = seconds is not None and len(present) == 2  # budgets are for two classes
-        deadline = time.monotonic() + seconds if two else None
+        deadline = time.process_time() + seconds if two else None
         circle = _circle(points, yk, present, cls, eps_q, depth, seed, progress, meta, deadline)
         if circle is not None:
             return circle
@@ -192,7 +193,7 @@ def build(
 
 
 def auto_budget(m: int, runs_seconds: float) -> float:
-    """Seconds ``auto``'s circle search may take for ``m`` points after ``runs`` took
+    """CPU seconds ``auto``'s circle search may take for ``m`` points after ``runs`` took
     ``runs_seconds``: ``m / 10`` clamped to 10 .. 120 (:data:`AUTO_BUDGET`) below
     :data:`AUTO_LARGE` points, from there on ``runs_seconds``."""
     least, per_point, most = AUTO_BUDGET
@@ -224,15 +225,15 @@ def _auto(
     depth to beat)`` (:func:`_circle`) finds a shallower one within the budget
     (:func:`auto_budget` of the ``m`` points unless given).  A runs net of at most
     :data:`AUTO_MIN_DEPTH` layers, or one ``padded`` to a given depth, is kept unsearched."""
-    start = time.monotonic()
+    start = time.process_time()
     net = runs()
-    seconds = auto_budget(m, time.monotonic() - start) if budget is None else budget
+    seconds = auto_budget(m, time.process_time() - start) if budget is None else budget
     if padded or net.depth <= AUTO_MIN_DEPTH or seconds <= 0:
         return net
     note = getattr(progress, "note", None)
     if note:
         note(f"auto: runs needs {net.depth} layers; circle searches for fewer ({seconds:.0f} s)")
-    found = circle(time.monotonic() + seconds, net.depth)
+    found = circle(time.process_time() + seconds, net.depth)
     if found is not None and found.depth < net.depth:
         if note:
             note(f"auto: circle, {found.depth} layers (runs {net.depth})")
