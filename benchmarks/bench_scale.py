@@ -2,8 +2,9 @@
 
 Random binary points in R^3 (``bench_methods.random_set``), the method ``runs``
 (the default for two classes before ``auto`` searched circle nets too), eps 0.  Per
-``m``: build, certify and verify (a fresh certify of the net read back from its ``lnnet/1`` JSON) times, the precision the certificate
-used (53: every point decided by the float64 interval pass), the depth,
+``m``: build, certify and verify (a fresh certify of the net read back from its
+``lnnet/1`` JSON) times, the precision the certificate used (53: every point decided
+by the float64 interval pass), the depth,
 whether ``runs`` gave way to ``pma``, float64 and float32 points right, and the
 peak memory (``tracemalloc``, Python allocations incl. NumPy).  Wall and CPU
 seconds are both shown (``certify`` in one process): on a shared machine the CPU
