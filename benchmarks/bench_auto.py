@@ -9,7 +9,8 @@ target marked met or missed:
 - scikit-learn's digits, even against odd (1797 points): at most 30 layers;
 - 300 random points in R^3: median depth at most 0.15 of ``m - 2``;
 - ``m >= 2000`` (random points in R^3, make_moons with noise 0.1): the default's build
-  time at most twice ``runs``' (measured in the same process, one after the other).
+  at most twice ``runs``' in CPU seconds of the process (what the budget counts; measured
+  in the same process, one after the other; the wall-clock times are shown too).
 
 Every net is certified and checked in float64; the load (``os.getloadavg``) is printed
 with the table: the budget counts the process's CPU time (``time.process_time``), the
@@ -37,10 +38,11 @@ from lncapacity.data import PointSet
 from lncapacity.floats import check
 
 
-def timed(points: PointSet, **kw: Any) -> tuple[Any, float]:
-    t = time.perf_counter()
+def timed(points: PointSet, **kw: Any) -> tuple[Any, float, float]:
+    """The net, and the wall-clock and CPU seconds its build took."""
+    t, c = time.perf_counter(), time.process_time()
     net = build(points, **kw)
-    return net, time.perf_counter() - t
+    return net, time.perf_counter() - t, time.process_time() - c
 
 
 def verified(net: Any, points: PointSet) -> bool:
@@ -79,9 +81,9 @@ def main() -> None:
     def family(name: str, sets: list[PointSet], target: str, value: Any, ok: Any) -> None:
         rows = []
         for points in sets:
-            runs, t_runs = timed(points, method="runs")
-            net, t_auto = timed(points)
-            rows.append((points, runs, net, t_runs, t_auto))
+            runs, t_runs, c_runs = timed(points, method="runs")
+            net, t_auto, c_auto = timed(points)
+            rows.append((points, runs, net, t_runs, t_auto, c_runs, c_auto))
         depths = [r[2].depth for r in rows]
         measured = value(rows)
         out(
@@ -131,8 +133,8 @@ def main() -> None:
         )
     if "large" not in args.skip:
 
-        def cost(rows: list[Any]) -> float:
-            return max(r[4] / r[3] for r in rows)
+        def cost(rows: list[Any]) -> float:  # CPU seconds: what the budget counts
+            return max(r[6] / r[5] for r in rows)
 
         for name, points in (
             ("random labels, R^3", r3_set(2000, args.seed0)),
@@ -141,8 +143,8 @@ def main() -> None:
             family(
                 name,
                 [points],
-                "default s <= 2 x runs s",
-                lambda rows: f"{cost(rows):.2f} x",
+                "default <= 2 x runs (CPU s)",
+                lambda rows: f"{cost(rows):.2f} x ({rows[0][6]:.1f} / {rows[0][5]:.1f} CPU s)",
                 lambda rows: cost(rows) <= 2,
             )
     load = ", ".join(f"{v:.1f}" for v in os.getloadavg())

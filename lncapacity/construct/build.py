@@ -72,8 +72,8 @@ AUTO_MIN_DEPTH = 8
 """``auto`` keeps a ``runs`` net of at most this many layers without a search (small builds,
 property checks and examples stay instant; circle saves at most a few layers there)."""
 AUTO_LARGE = 2000
-"""From this many points on, ``auto``'s circle search gets as long as ``runs`` took, so the
-default costs at most about twice ``runs`` (random labels there are beyond circle's reach in
+"""From this many points on, ``auto``'s circle search gets half as long as ``runs`` took, so
+the default costs at most about twice ``runs`` (random labels there are beyond circle's reach in
 float64, docs/tables/circle.md: 0.41 of ``m - 2`` at ``m = 1000``, as deep as ``runs``)."""
 CHOICES = ("auto", *METHODS)
 ARCHS = ("ln3", "ln-g")
@@ -195,10 +195,11 @@ def build(
 def auto_budget(m: int, runs_seconds: float) -> float:
     """CPU seconds ``auto``'s circle search may take for ``m`` points after ``runs`` took
     ``runs_seconds``: ``m / 10`` clamped to 10 .. 120 (:data:`AUTO_BUDGET`) below
-    :data:`AUTO_LARGE` points, from there on ``runs_seconds``."""
+    :data:`AUTO_LARGE` points, from there on half of ``runs_seconds`` (the other half
+    covers the search's last layer and the checks of a net it finds)."""
     least, per_point, most = AUTO_BUDGET
     if m >= AUTO_LARGE:
-        return runs_seconds
+        return runs_seconds / 2
     return min(most, max(least, per_point * m))
 
 

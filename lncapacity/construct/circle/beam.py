@@ -223,7 +223,9 @@ def _trained_starts(
             for p in params:
                 p.requires_grad_(True)
             opt = torch.optim.Adam(params, lr=0.05)
-            for _ in range(TRAIN_STEPS):
+            for step in range(TRAIN_STEPS):
+                if step % 100 == 0 and past(deadline):
+                    break  # out of time: this start as trained so far
                 opt.zero_grad()
                 h = Xs
                 for i in range(depth):
