@@ -61,9 +61,9 @@ def test_three_classes_ignore_the_budget():
 
 def test_the_budget_rule():
     least, per_point, most = AUTO_BUDGET
-    assert auto_budget(10, 0.5) == least and auto_budget(AUTO_LARGE - 1, 0.5) == most
-    assert auto_budget(300, 0.5) == pytest.approx(300 * per_point)
-    assert auto_budget(AUTO_LARGE, 7.0) == 3.5  # at scale: half as long as runs took
+    assert auto_budget(10) == least and auto_budget(AUTO_LARGE - 1) == most
+    assert auto_budget(300) == pytest.approx(300 * per_point)
+    assert auto_budget(AUTO_LARGE) == 0  # at scale: runs, unless a budget is given
 
 
 @pytest.mark.parametrize("budget", [-1, float("nan"), float("inf"), "5", True])

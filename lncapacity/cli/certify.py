@@ -53,7 +53,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         type=seconds,
         metavar="SECONDS",
         help="CPU time the circle search for two classes may take (auto: default m/10 s, "
-        "10 to 120, for m < 2000 points, else half as long as runs took; circle: default no "
+        "10 to 120, for m < 2000 points, else no search; circle: default no "
         "limit; 0: no search)",
     )
     c.add_argument("--seed", type=seed_int, default=0, help="seed for the choice of projection")

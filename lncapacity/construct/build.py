@@ -72,9 +72,13 @@ AUTO_MIN_DEPTH = 8
 """``auto`` keeps a ``runs`` net of at most this many layers without a search (small builds,
 property checks and examples stay instant; circle saves at most a few layers there)."""
 AUTO_LARGE = 2000
-"""From this many points on, ``auto``'s circle search gets half as long as ``runs`` took, so
-the default costs at most about twice ``runs`` (random labels there are beyond circle's reach in
-float64, docs/tables/circle.md: 0.41 of ``m - 2`` at ``m = 1000``, as deep as ``runs``)."""
+"""From this many points on, ``auto`` does not search by default (``--budget`` still asks
+for a search): measured (docs/tables/auto.md, random labels in R^3 and make_moons at
+``m = 2000``), a search given half of ``runs``' CPU time still cost 2.8 and 3.3 times
+``runs`` (its first layer, PyTorch's import for the trained starts, and ``runs`` after a
+hand-over run past the deadline), for 911 layers instead of 940 and none; random labels
+there are beyond circle's float64 reach (docs/tables/circle.md: 0.41 of ``m - 2`` at
+``m = 1000``)."""
 CHOICES = ("auto", *METHODS)
 ARCHS = ("ln3", "ln-g")
 """The architectures :func:`build` builds: ``ln3``, the width-3 LN-Net (every method above),
@@ -192,14 +196,13 @@ def build(
     return net
 
 
-def auto_budget(m: int, runs_seconds: float) -> float:
-    """CPU seconds ``auto``'s circle search may take for ``m`` points after ``runs`` took
-    ``runs_seconds``: ``m / 10`` clamped to 10 .. 120 (:data:`AUTO_BUDGET`) below
-    :data:`AUTO_LARGE` points, from there on half of ``runs_seconds`` (the other half
-    covers the search's last layer and the checks of a net it finds)."""
+def auto_budget(m: int) -> float:
+    """CPU seconds ``auto``'s circle search may take for ``m`` points: ``m / 10`` clamped
+    to 10 .. 120 (:data:`AUTO_BUDGET`) below :data:`AUTO_LARGE` points, from there on 0
+    (no search)."""
     least, per_point, most = AUTO_BUDGET
     if m >= AUTO_LARGE:
-        return runs_seconds / 2
+        return 0.0
     return min(most, max(least, per_point * m))
 
 
@@ -226,9 +229,8 @@ def _auto(
     depth to beat)`` (:func:`_circle`) finds a shallower one within the budget
     (:func:`auto_budget` of the ``m`` points unless given).  A runs net of at most
     :data:`AUTO_MIN_DEPTH` layers, or one ``padded`` to a given depth, is kept unsearched."""
-    start = time.process_time()
     net = runs()
-    seconds = auto_budget(m, time.process_time() - start) if budget is None else budget
+    seconds = auto_budget(m) if budget is None else budget
     if padded or net.depth <= AUTO_MIN_DEPTH or seconds <= 0:
         return net
     note = getattr(progress, "note", None)
