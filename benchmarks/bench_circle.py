@@ -99,7 +99,7 @@ def measure(points: PointSet, pma: bool, runs_built: bool, with_eps: bool = True
     row: dict[str, Any] = {}
     if pma:
         row["pma"] = build(points, method="pma").depth
-    row["runs"] = build(points).depth if runs_built else runs_depth_formula(points)
+    row["runs"] = build(points, method="runs").depth if runs_built else runs_depth_formula(points)
     t0 = time.perf_counter()
     net = build(points, method="circle")
     t1 = time.perf_counter()

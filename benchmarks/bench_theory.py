@@ -54,7 +54,7 @@ def trace_table(sizes: list[int]) -> None:
     for m in sizes:
         points = random_set(m, 0)
         t0 = time.perf_counter()
-        net = build(points)
+        net = build(points, method="runs")
         t1 = time.perf_counter()
         layers = trace(net, points)
         t2 = time.perf_counter()

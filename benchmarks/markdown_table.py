@@ -56,6 +56,11 @@ class Markdown:
     def add(self, line: str = "") -> None:
         self.lines.append(line)
 
+    def out(self, line: str = "") -> None:
+        """Print ``line`` (flushed, as the table is measured) and keep it."""
+        print(line, flush=True)
+        self.add(line)
+
     def save(self) -> None:
         if not self.path:
             return

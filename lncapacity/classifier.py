@@ -142,7 +142,14 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
             _check_object_array(X)
             check_classification_targets(y)
         points = points_from_arrays(X, y)
-        net = build(points, eps=self.eps, depth=self.depth, method=self.method, seed=self.seed)
+        net = build(
+            points,
+            eps=self.eps,
+            depth=self.depth,
+            method=self.method,
+            seed=self.seed,
+            budget=0 if self.method == "auto" else None,  # fits stay fast: runs for 2 classes
+        )
         self.net_ = net
         self.backend_ = self.backend
         if self.backend == "auto":

@@ -39,7 +39,7 @@ def test_every_labeling_of_seven_points_on_a_line_is_certified_and_never_deeper_
         points = _line(bits)
         net = build(points, method="circle")
         assert certify(net, points).all_certified, bits
-        assert net.depth <= build(points).depth  # circle or its runs fallback
+        assert net.depth <= build(points, method="runs").depth  # circle or its runs fallback
         # and no net can beat the fold-count bound on a line (proofs/circle_maps.md)
         assert net.depth >= _fold_bound(bits)
         if net.meta["method"] == "circle":
@@ -62,7 +62,7 @@ def test_random_points_in_r3_are_certified_and_float64_faithful(eps):
     points = points_from_arrays(X, y)
     net = build(points, method="circle", eps=eps)
     assert net.meta["method"] == "circle"
-    assert net.depth < build(points, eps=eps).depth
+    assert net.depth < build(points, eps=eps, method="runs").depth
     cert = certify(net, points)
     assert cert.all_certified and cert.min_margin > 0
     assert check(net, points, "float64").all_agree
@@ -217,7 +217,7 @@ def test_circle_layers_handed_over_to_runs_stay_certified(monkeypatch):
     assert net.meta["method"] == "circle" and "handoff" in net.meta
     c = net.meta["circle_layers"]
     assert {lay.meta.get("kind") for lay in net.layers[c:]} <= {"runs", "rescale"}
-    assert net.depth < build(points).depth
+    assert net.depth < build(points, method="runs").depth
     cert = certify(net, points)
     assert cert.all_certified
     # decided by float64 intervals through the circle layers, then the runs folds as a

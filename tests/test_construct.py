@@ -65,7 +65,7 @@ def test_every_labeling_with_pytorch_eps(m, method):
 
 @pytest.mark.parametrize("m", [50, 100, 200])
 def test_random_sets_float64_agrees_and_runs_uses_fewer_layers(m):
-    """Random binary sets in R^3: the default net is right in float64 on every point, and
+    """Random binary sets in R^3: the runs net is right in float64 on every point, and
     shallower than the paper's (about half the layers: random labels give about m/2 runs)."""
     ratios = []
     for seed in range(2):
@@ -73,7 +73,7 @@ def test_random_sets_float64_agrees_and_runs_uses_fewer_layers(m):
         X = rng.integers(-(2**20), 2**20, size=(m, 3)) / 2**18
         y = rng.integers(0, 2, m)
         points = points_from_arrays(X, y)
-        net = build(points)
+        net = build(points, method="runs")
         assert certify(net, points).all_certified
         assert check(net, points, "float64").all_agree
         ratios.append(net.depth / build(points, method="pma").depth)
@@ -204,7 +204,7 @@ def test_data_on_a_grid_with_many_mirror_coincidences(seed):
     X = rng.integers(0, 12, size=(150, 4)) / 10
     y = (X[:, 0] + X[:, 1] > 1.1).astype(int) ^ (rng.random(150) < 0.2)
     points = points_from_arrays(*_unique(X, y))
-    net = build(points)
+    net = build(points, method="runs")
     assert net.depth <= points.m - 2
     assert certify(net, points).all_certified
 

@@ -236,7 +236,7 @@ def test_plot_1000_points_depth_500_under_30_seconds(tmp_path) -> None:
     rng = np.random.default_rng(1)
     X = np.unique(rng.integers(-400, 400, size=(1100, 2)) / 16, axis=0)[:1000]
     y = rng.integers(0, 2, size=len(X))
-    net = lncapacity.build(X, y)
+    net = lncapacity.build(X, y, method="runs")
     assert net.depth > 400
     fileformat.save(net, tmp_path / "net.json")
     lines = ["x,y,label"] + [f"{a},{b},{c}" for (a, b), c in zip(X, y, strict=True)]

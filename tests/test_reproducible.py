@@ -97,7 +97,7 @@ def test_orthonormal_columns_and_top_eigenvectors():
 
 
 # The construction benchmarks' kinds of set, small enough for a few seconds each: the
-# binary default (runs), circle with two classes, circle with three, and peel.
+# binary runs, circle with two classes, circle with three, and peel.
 CHILD = r"""
 import hashlib, json, sys
 import numpy as np
@@ -109,7 +109,7 @@ def rnd(m, d, k, seed):
     return rng.standard_normal((m, d)), rng.integers(0, k, m)
 
 cases = {
-    "runs": (rnd(300, 3, 2, 0), {}),
+    "runs": (rnd(300, 3, 2, 0), {"method": "runs"}),
     "circle, 2 classes": (rnd(30, 3, 2, 1), {"method": "circle"}),
     "circle, 3 classes": (rnd(30, 3, 3, 2), {"method": "circle", "eps": "1e-5"}),
     "peel": (rnd(80, 3, 3, 3), {"method": "peel"}),

@@ -96,7 +96,7 @@ def test_chain_intervals_enclose_its_balls():
 
 def test_certify_interval_pass_agrees_with_balls():
     points = _random_set(150)
-    net = build(points)
+    net = build(points, method="runs")
     fast = certify(net, points)
     slow = certify(net, points, intervals=False)
     assert fast.all_certified and slow.all_certified
@@ -111,7 +111,7 @@ def test_certify_interval_pass_agrees_with_balls():
 
 def test_large_set_is_float_faithful_without_fallback():
     points = _random_set(1500)
-    net = build(points)
+    net = build(points, method="runs")
     assert net.meta["method"] == "runs" and "fallback" not in net.meta
     cert = certify(net, points)
     assert cert.all_certified and cert.precision == 53
@@ -269,7 +269,7 @@ def test_tightener_narrows_swallowed_gaps_soundly():
 def test_twenty_thousand_points_without_fallback():
     """Issue 19's target: m = 20,000 random points in R^3 (a few minutes on 2 cores)."""
     points = _random_set(20000)
-    net = build(points)
+    net = build(points, method="runs")
     assert net.meta["method"] == "runs" and "fallback" not in net.meta
     assert net.depth <= points.m - 2
     assert certify(net, points).all_certified
@@ -281,7 +281,7 @@ def test_deep_chains_certify_in_balls_at_the_starting_precision():
     layer to dependency, so a depth-171 net certifies at 128 bits (it took 512), with
     margins inside those of the model's generic forward pass at 2048 bits."""
     points = _random_set(400)
-    net = build(points)
+    net = build(points, method="runs")
     assert net.depth > 150
     cert = certify(net, points, intervals=False, workers=1)
     assert cert.all_certified and cert.precision == 128

@@ -158,7 +158,7 @@ def test_trace_1000_points():
     from benchmarks.bench_methods import random_set
 
     P = random_set(1000, 0)
-    net = lncapacity.build(P)
+    net = lncapacity.build(P, method="runs")
     layers = trace(net, P)
     assert layers[-2].lssr.hi < layers[0].lssr.lo
 

@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import io
 import json
+import math
 
 from .. import fileformat
 from ..construct import ARCHS, CHOICES, DEFAULT_ARCH, DEFAULT_METHOD, build
@@ -41,11 +42,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--method",
         default=DEFAULT_METHOD,
         choices=list(CHOICES),
-        help="construction: auto (default: circle for three or more classes, else runs), "
+        help="construction: auto (default: circle for three or more classes; for two, the "
+        "shallower of runs and a circle search within --budget), "
         "runs (one label run fewer per layer, float-faithful), pma (the paper's algorithm), "
         "circle (whole circle maps per layer, searched, far shallower; runs when not) or "
         "peel (three or more classes: one class at a time against the rest, by the binary "
         "runs folds; runs gives way to it)",
+    )
+    c.add_argument(
+        "--budget",
+        type=seconds,
+        metavar="SECONDS",
+        help="CPU time the circle search for two classes may take (auto: default m/10 s, "
+        "10 to 120, for m < 2000 points, else no search; circle: default no "
+        "limit; 0: no search)",
     )
     c.add_argument("--seed", type=seed_int, default=0, help="seed for the choice of projection")
     c.add_argument(
@@ -90,6 +100,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
             progress=bar,
             exact=args.exact,
             arch=args.arch,
+            budget=args.budget,
         ),
     )
     if not args.explain:
@@ -105,6 +116,17 @@ def cmd_certify(args: argparse.Namespace) -> int:
     else:
         print(report.getvalue() + "\n".join(explain_lines(account, points)))
     return code
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds ``>= 0``, else one line."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text[:40]!r}")
+    return value
 
 
 def ln_g_arguments(args: argparse.Namespace) -> None:

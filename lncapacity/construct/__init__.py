@@ -1,17 +1,32 @@
 """Constructions of LN-Nets with exact rational weights (seed 000, Algorithm 1)."""
 
-from .build import ARCHS, CHOICES, DEFAULT_ARCH, DEFAULT_METHOD, METHODS, build
+from .build import (
+    ARCHS,
+    AUTO_BUDGET,
+    AUTO_LARGE,
+    AUTO_MIN_DEPTH,
+    CHOICES,
+    DEFAULT_ARCH,
+    DEFAULT_METHOD,
+    METHODS,
+    auto_budget,
+    build,
+)
 from .fold import Chain, FoldStep, fold_layer
 from .project import project, runs
 
 __all__ = [
     "ARCHS",
+    "AUTO_BUDGET",
+    "AUTO_LARGE",
+    "AUTO_MIN_DEPTH",
     "CHOICES",
     "DEFAULT_ARCH",
     "DEFAULT_METHOD",
     "METHODS",
     "Chain",
     "FoldStep",
+    "auto_budget",
     "build",
     "fold_layer",
     "project",

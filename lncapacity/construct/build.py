@@ -9,6 +9,8 @@ threshold between the two runs.  Every weight is an exact rational.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -23,6 +25,7 @@ from ..fileformat import MAX_DEPTH, read_vector
 from ..model import Affine, Label, LNNet
 from ..version import __version__
 from .circle import CIRCLE_META, Handoff, build_circle  # method "circle" (issue 18)
+from .circle.beam import past
 from .fold import Chain, FoldStep, exact_float, fold_layer, reversal
 from .groups import build_ln_g  # arch "ln-g" (issue 30)
 from .groups_deep import build_ln_g_deep  # arch "ln-g", depth 2 and more (issue 30, part 3)
@@ -58,8 +61,25 @@ finishes on 3 of 3 sets at ``m = 600``, on none of 3 at 700 or 800 (where three 
 DEFAULT_METHOD = "auto"
 """``circle`` for three or more classes (``runs`` loses float resolution there, multiclass
 §6, and gives way to ``pma``; circle is far shallower and float64-faithful when it finds a
-net, and uses ``runs`` when it does not), ``runs`` for two (as fast as it is shallow enough;
-circle is shallower but its search costs seconds to minutes)."""
+net, and uses ``runs`` when it does not); for two, the shallower of ``runs`` and a
+``circle`` search within :func:`auto_budget` seconds (``runs``' net, unchanged, when circle
+finds nothing shallower in time)."""
+AUTO_BUDGET = (10.0, 0.1, 120.0)
+"""``auto``'s circle budget below :data:`AUTO_LARGE` points: ``(least, per point, most)``
+seconds (:func:`auto_budget`; measured, unloaded 2-core machine, docs/tables/circle.md:
+circle finds its nets on 48 collinear points in about 2 s, on 200 random points in R^3 in 6,
+on digits even/odd, 1797 points, in about 30)."""
+AUTO_MIN_DEPTH = 8
+"""``auto`` keeps a ``runs`` net of at most this many layers without a search (small builds,
+property checks and examples stay instant; circle saves at most a few layers there)."""
+AUTO_LARGE = 2000
+"""From this many points on, ``auto`` does not search by default (``--budget`` still asks
+for a search): measured (docs/tables/auto.md, random labels in R^3 and make_moons at
+``m = 2000``), a search given half of ``runs``' CPU time still cost 2.8 and 3.3 times
+``runs`` (its first layer, PyTorch's import for the trained starts, and ``runs`` after a
+hand-over run past the deadline), for 911 layers instead of 940 and none; random labels
+there are beyond circle's float64 reach (docs/tables/circle.md: 0.41 of ``m - 2`` at
+``m = 1000``)."""
 CHOICES = ("auto", *METHODS)
 ARCHS = ("ln3", "ln-g")
 """The architectures :func:`build` builds: ``ln3``, the width-3 LN-Net (every method above),
@@ -80,6 +100,7 @@ def build(
     progress: Progress | None = None,
     exact: bool = False,
     arch: str = DEFAULT_ARCH,
+    budget: float | None = None,
 ) -> LNNet[fmpq]:
     """A width-3 LN-Net (or, with ``arch="ln-g"``, an LN-G net) that classifies every
     point of ``(X, y)`` correctly.
@@ -96,7 +117,11 @@ def build(
     ``"circle"`` (whole circle maps per layer, searched; ``runs`` when that is not
     shallower), ``"peel"`` (three or more classes, one at a time against the rest by
     the binary ``runs`` folds, :mod:`.peel`; ``pma`` when it gives way) or ``"auto"``
-    (the default: :data:`DEFAULT_METHOD`).  At most ``m - 2`` layers for ``m``
+    (the default: :data:`DEFAULT_METHOD`).  ``budget``: CPU seconds (``time.process_time``)
+    the circle search for two classes may take (``auto``: after ``runs``, default
+    :func:`auto_budget`; ``circle``: default no limit; 0: no search; three or more classes:
+    not limited).  The net depends on the machine's speed only when the search is cut
+    short by it.  At most ``m - 2`` layers for ``m``
     distinct points (seed 000, Theorem).  ``exact=True`` (with ``method="pma"``, two
     classes): the paper's algorithm to the letter, fold centres at the true midpoints
     (algebraic numbers, :mod:`.exact`, proofs/exact_merges.md), so merged values are equal.
@@ -127,6 +152,8 @@ def build(
                 points, eps_q, depth, seed=seed, classes=cls, meta=meta_g, frame=frame
             )
         return build_ln_g(points, eps_q, seed=seed, classes=cls, meta=meta_g, frame=frame)
+    seconds = _budget(budget)
+    auto = method == "auto" and len(set(points.y)) == 2 and not exact
     if method == "auto":
         method = "circle" if len(set(points.y)) > 2 else "runs"
     meta: dict[str, Any] = {"generator": f"lncapacity {__version__}", "method": method}
@@ -141,28 +168,26 @@ def build(
         return build_exact(points, eps_q, cls, depth, seed, progress, meta)
     present = sorted(set(points.y), key=cls.index)
     yk = [present.index(label) for label in points.y]
+    if auto:  # two classes: runs, and circle within the budget when it is shallower
+        circle_meta = {"generator": meta["generator"], "method": "circle"}
+        return _auto(
+            points.m,
+            lambda: _folded(
+                points, None, yk, present, cls, eps_q, depth, seed, "runs", progress, meta
+            ),
+            lambda deadline, below: _circle(
+                points, yk, present, cls, eps_q, None, seed, progress, circle_meta, deadline, below
+            ),
+            depth is not None,
+            seconds,
+            progress,
+        )
     if method == "circle":  # whole circle maps per layer: its own entry point (circle.py)
-        got = build_circle(points, yk, present, cls, eps_q, depth, seed, progress, meta)
-        why = None  # None: build_circle noted in meta why runs is used
-        if isinstance(got, Handoff):  # certified by construction: the chain starts from balls
-            try:
-                got = _folded(
-                    points, got, yk, present, cls, eps_q, depth, seed, "runs", progress, meta
-                )
-            except Unresolvable as e:
-                why = f"runs after its layers failed ({e})"
-        if isinstance(got, LNNet):
-            # a circle net is found in float64 and certified now; a hand-over's is certified
-            # by construction (its folds start from balls)
-            why = _rejected(got, points, certify="handoff" not in meta)
-            if why is None:
-                return got
-        if why is not None:
-            for key in (*CIRCLE_META, "folds", "depth"):
-                meta.pop(key, None)
-            meta.update(method="runs", fallback=f"circle: {why}; runs used")
-            if note := getattr(progress, "note", None):
-                note(f"circle gave way to runs: {why}")
+        two = seconds is not None and len(present) == 2  # budgets are for two classes
+        deadline = time.process_time() + seconds if two else None
+        circle = _circle(points, yk, present, cls, eps_q, depth, seed, progress, meta, deadline)
+        if circle is not None:
+            return circle
         method = "runs"
     if method == "peel" and len(present) == 2:
         method = meta["method"] = "runs"  # one class against the other: the runs method
@@ -177,6 +202,119 @@ def build(
             note(f"peel gave way to pma: {why}")
         net = _folded(points, None, yk, present, cls, eps_q, depth, seed, "pma", progress, meta)
     return net
+
+
+def auto_budget(m: int) -> float:
+    """CPU seconds ``auto``'s circle search may take for ``m`` points: ``m / 10`` clamped
+    to 10 .. 120 (:data:`AUTO_BUDGET`) below :data:`AUTO_LARGE` points, from there on 0
+    (no search)."""
+    least, per_point, most = AUTO_BUDGET
+    if m >= AUTO_LARGE:
+        return 0.0
+    return min(most, max(least, per_point * m))
+
+
+def _budget(budget: object) -> float | None:
+    """``budget`` as seconds (None: the default), or :class:`InputError`."""
+    if budget is None:
+        return None
+    if isinstance(budget, bool) or not isinstance(budget, int | float):
+        raise InputError(f"budget must be a number of seconds, got {budget!r}")
+    if not math.isfinite(budget) or budget < 0:
+        raise InputError(f"budget must be finite and >= 0 seconds, got {budget!r}")
+    return float(budget)
+
+
+def _auto(
+    m: int,
+    runs: Callable[[], LNNet[fmpq]],
+    circle: Callable[[float, int], LNNet[fmpq] | None],
+    padded: bool,
+    budget: float | None,
+    progress: Progress | None,
+) -> LNNet[fmpq]:
+    """``auto`` with two classes: the ``runs`` net (``runs()``), unless ``circle(deadline,
+    depth to beat)`` (:func:`_circle`) finds a shallower one within the budget
+    (:func:`auto_budget` of the ``m`` points unless given).  A runs net of at most
+    :data:`AUTO_MIN_DEPTH` layers, or one ``padded`` to a given depth, is kept unsearched."""
+    net = runs()
+    seconds = auto_budget(m) if budget is None else budget
+    if padded or net.depth <= AUTO_MIN_DEPTH or seconds <= 0:
+        return net
+    note = getattr(progress, "note", None)
+    if note:
+        note(f"auto: runs needs {net.depth} layers; circle searches for fewer ({seconds:.0f} s)")
+    found = circle(time.process_time() + seconds, net.depth)
+    if found is not None and found.depth < net.depth:
+        if note:
+            note(f"auto: circle, {found.depth} layers (runs {net.depth})")
+        return replace(found, meta={**found.meta, "auto": f"circle over runs ({net.depth})"})
+    if note:
+        note(f"auto: runs kept, {net.depth} layers")
+    return net
+
+
+def _circle(
+    points: PointSet,
+    yk: list[int],
+    present: list[Label],
+    cls: tuple[Label, ...],
+    eps_q: fmpq,
+    depth: int | None,
+    seed: int,
+    progress: Progress | None,
+    meta: dict[str, Any],
+    deadline: float | None,
+    below: int | None = None,
+) -> LNNet[fmpq] | None:
+    """``method="circle"``: its net (certified, float64-faithful), or None after noting in
+    ``meta`` (``method = "runs"``, ``fallback``) why ``runs`` is used.  When ``runs``
+    after the circle layers (a :class:`Handoff`) fails, the search runs again from the
+    next seed, up to :data:`HANDOFF_RETRIES` times while ``deadline`` has not passed.
+    ``below``: a depth the net must beat (``auto``: the ``runs`` net's)."""
+    note = getattr(progress, "note", None)
+    why: str | None = None
+    for retry in range(HANDOFF_RETRIES + 1):
+        got = build_circle(
+            points, yk, present, cls, eps_q, depth, seed + retry, progress, meta, deadline
+        )
+        why = None  # None: build_circle noted in meta why runs is used
+        handed = isinstance(got, Handoff)
+        if isinstance(got, Handoff):  # certified by construction: the chain starts from balls
+            try:
+                got = _folded(
+                    points, got, yk, present, cls, eps_q, depth, seed, "runs", progress, meta
+                )
+            except Unresolvable as e:
+                why = f"runs after its layers failed ({e})"
+        if isinstance(got, LNNet) and (below is None or got.depth < below):
+            # a circle net is found in float64 and certified now; a hand-over's is certified
+            # by construction (its folds start from balls)
+            why = _rejected(got, points, certify="handoff" not in meta)
+            if why is None:
+                if retry:
+                    got = replace(got, meta={**got.meta, "circle_seed": seed + retry})
+                return got
+        elif isinstance(got, LNNet):
+            why = f"{got.depth} layers, no fewer than runs' {below}"
+        if why is None:
+            return None
+        for key in (*CIRCLE_META, "folds", "depth"):
+            meta.pop(key, None)
+        if not handed or past(deadline) or retry == HANDOFF_RETRIES:
+            break
+        if note:
+            note(f"circle: {why}; searching again from seed {seed + retry + 1}")
+    meta.update(method="runs", fallback=f"circle: {why}; runs used")
+    if note:
+        note(f"circle gave way to runs: {why}")
+    return None
+
+
+HANDOFF_RETRIES = 2
+"""Further seeds :func:`build` tries when ``runs`` fails after a circle search's layers
+(measured on digits even/odd: after seed 0's hand-over runs ran out of float resolution,
+layer 49; seed 1's search found a 15-layer circle net)."""
 
 
 def ln_g_options(method: str, depth: int | None, exact: bool) -> None:

@@ -51,7 +51,7 @@ from flint import arb, fmpq
 from ...floats import layer_norm as layer_norm
 from ...model import Affine
 from ...reproducible import matmul
-from .beam import Progress, search
+from .beam import Progress, past, search
 from .handoff import HANDOFF_ROUNDING, Handoff, finish, handoff_read
 from .readouts import chord, polygon, readout
 from .state import SQRT3, E, State, _affine, _scaled, boundaries_cyclic, plane
@@ -112,6 +112,7 @@ def circle_state(
     warm: bool = True,
     handoff: bool = False,
     progress: Progress | None = None,
+    deadline: float | None = None,
 ) -> State | None:
     """The best state of :func:`search` over ``restarts`` seeds (default :data:`RESTARTS`
     for at most :data:`SMALL` points, else one), each asked to beat the best so far;
@@ -132,7 +133,7 @@ def circle_state(
     r = 0
     while r < restarts:
         limit = max_depth if st is None else math.ceil(finish(st, y)) - 1
-        if limit < 1:
+        if limit < 1 or (r > 0 and past(deadline)):
             break
         reached: list[int] = []
         with np.errstate(all="ignore"):  # extreme data: NaN gaps simply fail the search
@@ -150,6 +151,7 @@ def circle_state(
                 handoff=handoff,
                 progress=progress,
                 reached=reached,
+                deadline=deadline,
             )
         if found is not None and (st is None or finish(found, y) < finish(st, y)):
             st = found
@@ -197,6 +199,7 @@ def build_circle(
     seed: int,
     progress: Progress | None,
     meta: dict[str, Any],
+    deadline: float | None = None,
 ) -> Any:
     """The circle method's entry point from :func:`~lncapacity.construct.build`.
 
@@ -206,7 +209,8 @@ def build_circle(
     ``meta`` (``method = "runs"``, ``fallback``) why ``runs`` is used instead: the
     search found nothing shallower than ``runs`` would build (its depth is the
     number of label runs along the projection minus ``k``).
-    With ``depth``, the net is padded with identity layers.
+    With ``depth``, the net is padded with identity layers.  ``deadline``: the search's
+    (:func:`circle_state`).
     """
     from ...model import LNNet
     from ..project import project, runs
@@ -227,6 +231,7 @@ def build_circle(
             seed=seed,
             handoff=k == 2,  # runs with k labels loses float resolution fast (multiclass §6)
             progress=progress,
+            deadline=deadline,
         )
     layers, chosen = [], None
     if st is not None and finish(st, y) <= limit:

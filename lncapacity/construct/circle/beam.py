@@ -10,6 +10,7 @@ proofs/circle_maps.md; issue 18; split out of ``circle.py`` (issue 29).
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter
 from collections.abc import Callable
 
@@ -74,6 +75,7 @@ def search(
     handoff: bool = False,
     progress: Progress | None = None,
     reached: list[int] | None = None,
+    deadline: float | None = None,
 ) -> State | None:
     """A beam search for layers leaving every class one arc (``k`` boundaries); None if
     not found.  ``reached``: a list that is left holding the fewest boundaries of any state
@@ -92,6 +94,10 @@ def search(
     than the depth the circle's pace over the last :data:`PATIENCE` layers projects,
     or when the search ends without finishing.  Then the returned
     state may have more than ``k`` boundaries; the caller finishes it with ``runs``.
+
+    ``deadline`` (a :func:`time.process_time` value): the search stops at the first layer
+    begun after it, as if it had reached ``max_depth`` (``--budget``; then the net depends
+    on the machine's speed, not only on the seed).
     """
     rng = np.random.default_rng(seed)
     k = int(y.max()) + 1
@@ -105,8 +111,10 @@ def search(
         )
         H, _, err = _carry(X, *_floats(layer), eps)
         states.append(State(H, [layer], b, gap, err=err))
-    if warm and X.shape[1] > 1:
-        states += [st for st in _trained_starts(X, y, eps, seed, max_depth) if st.gap >= GAP_MIN]
+    if warm and X.shape[1] > 1 and not past(deadline):
+        states += [
+            st for st in _trained_starts(X, y, eps, seed, max_depth, deadline) if st.gap >= GAP_MIN
+        ]
     kept: State | None = None  # handoff: the state with the least finish so far
     history: dict[int, int] = {}  # depth -> fewest boundaries reached
     while states:
@@ -126,7 +134,7 @@ def search(
             progress(depth, max(depth, min(max_depth, guess)))
         if best.boundaries <= k:
             return best if kept is None or finish(best, y) <= finish(kept, y) else kept
-        if depth >= max_depth:
+        if depth >= max_depth or past(deadline):
             break
         if handoff and kept is not None and depth - PATIENCE in history:
             # hand over once runs from the kept state beats the circle's recent pace
@@ -163,8 +171,18 @@ TRAIN_DEPTHS = (1, 2)
 TRAIN_STEPS = 1500
 
 
+def past(deadline: float | None) -> bool:
+    """Whether the :func:`time.process_time` ``deadline`` (None: none) has passed."""
+    return deadline is not None and time.process_time() > deadline
+
+
 def _trained_starts(
-    X: np.ndarray, y: np.ndarray, eps: float, seed: int, max_depth: int
+    X: np.ndarray,
+    y: np.ndarray,
+    eps: float,
+    seed: int,
+    max_depth: int,
+    deadline: float | None = None,
 ) -> list[State]:
     """States after the layers of small LN-Nets trained by Adam (float64, seeded).
 
@@ -187,7 +205,7 @@ def _trained_starts(
         target = torch.tensor(y, dtype=torch.long)
         gen = torch.Generator().manual_seed(seed)
         for depth in TRAIN_DEPTHS:
-            if depth > max_depth:
+            if depth > max_depth or past(deadline):
                 continue
             params, fan_in = [], X.shape[1]
             for _ in range(depth):
@@ -205,7 +223,9 @@ def _trained_starts(
             for p in params:
                 p.requires_grad_(True)
             opt = torch.optim.Adam(params, lr=0.05)
-            for _ in range(TRAIN_STEPS):
+            for step in range(TRAIN_STEPS):
+                if step % 100 == 0 and past(deadline):
+                    break  # out of time: this start as trained so far
                 opt.zero_grad()
                 h = Xs
                 for i in range(depth):
