@@ -271,6 +271,7 @@ def test_build_refuses_what_ln_g_does_not_build():
         (["--depth", "-1"], "a depth is at least 1"),
         (["--depth", "0"], "ln-g nets have depth 1"),
         (["--exact", "--method", "pma"], "--method pma builds ln3 nets"),
+        (["--budget", "5"], "--budget limits the circle search of ln3 nets"),
     ],
 )
 def test_cli_bad_input_is_one_line_exit_2(tmp_path, options, message):

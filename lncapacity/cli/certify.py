@@ -142,3 +142,5 @@ def ln_g_arguments(args: argparse.Namespace) -> None:
         raise InputError("--arch ln-g: --depth 0 has no LayerNorm; ln-g nets have depth 1 or more")
     if args.exact:
         raise InputError("--arch ln-g: --exact is the paper's algorithm for ln3 nets")
+    if args.budget is not None:
+        raise InputError("--arch ln-g: --budget limits the circle search of ln3 nets (drop it)")
