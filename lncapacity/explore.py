@@ -59,8 +59,8 @@ from .explain import (
 )
 from .fileformat import gadget_affine, read_vector
 from .model import Affine, LNNet
-from .plot.common import OKABE_ITO, _select, class_style
-from .plot.ladders import _ladder_columns, _merged_sets
+from .plot.common import OKABE_ITO, class_style, evenly_spaced
+from .plot.ladders import ladder_columns, merged_sets
 
 __all__ = [
     "EXAMPLES",
@@ -435,9 +435,9 @@ def _layer_figure(
     idx = np.array([net.classes.index(c) for c in points.y], dtype=np.intp)
     k = len(net.classes)
     mode = "value" if trace.has_values else "principal"
-    cols, ys, ylabel = _ladder_columns(trace, mode)
-    sets = _merged_sets(net, trace, idx)
-    shown = [n + 1 for n in _select(net.depth, max_layers)]
+    cols, ys, ylabel = ladder_columns(trace, mode)
+    sets = merged_sets(net, trace, idx)
+    shown = [n + 1 for n in evenly_spaced(net.depth, max_layers)]
     keep = set(shown) | {n - 1 for n in shown}
     chosen_cols = [c for c in cols if c in keep]
     chosen_ys = [ys[cols.index(c)] for c in chosen_cols]

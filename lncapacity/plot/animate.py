@@ -26,9 +26,9 @@ from .common import (
     _class_handles,
     _figure,
     _kind,
-    _select,
     _setup,
     class_style,
+    evenly_spaced,
     require_matplotlib,
 )
 
@@ -67,7 +67,7 @@ def fold_animation(
     rd = reads(net)
     folds = fold_points(net)
     k = len(net.classes)
-    layers = [n + 1 for n in _select(net.depth, max_frames)]
+    layers = [n + 1 for n in evenly_spaced(net.depth, max_frames)]
     note = "" if len(layers) == net.depth else f" ({len(layers)} of {net.depth} shown)"
     circle = trace.on_circle
     R3 = math.sqrt(3.0)

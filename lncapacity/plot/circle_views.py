@@ -25,10 +25,10 @@ from .common import (
     _grid,
     _kind,
     _lighten,
-    _select,
     _setup,
     _subsample_note,
     class_style,
+    evenly_spaced,
     require_matplotlib,
 )
 
@@ -115,7 +115,11 @@ def circles(
     if not net.layers or net.width != 3:
         raise InputError("the circle view needs a width-3 net with LayerNorm layers")
     rd = reads(net)
-    chosen = list(layers) if layers is not None else [n + 1 for n in _select(net.depth, max_panels)]
+    chosen = (
+        list(layers)
+        if layers is not None
+        else [n + 1 for n in evenly_spaced(net.depth, max_panels)]
+    )
     if bad := [n for n in chosen if not 1 <= n <= net.depth]:
         raise InputError(f"layers {bad} out of range 1..{net.depth}")
     k = len(net.classes)

@@ -67,7 +67,7 @@ def _setup(net: LNNet[Any], X: Any, y: Any, trace: Trace | None) -> tuple[Any, n
     return points, idx, trace if trace is not None else float_trace(net, points)
 
 
-def _select(n: int, limit: int) -> list[int]:
+def evenly_spaced(n: int, limit: int) -> list[int]:
     """At most ``limit`` of ``0..n-1``, evenly spaced, first and last kept."""
     if n <= limit:
         return list(range(n))

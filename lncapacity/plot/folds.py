@@ -23,10 +23,10 @@ from .common import (
     _figure,
     _grid,
     _kind,
-    _select,
     _setup,
     _subsample_note,
     class_style,
+    evenly_spaced,
     require_matplotlib,
 )
 
@@ -81,7 +81,7 @@ def fold_maps(
     chosen = (
         list(layers)
         if layers is not None
-        else [all_layers[i] for i in _select(net.depth, max_panels)]
+        else [all_layers[i] for i in evenly_spaced(net.depth, max_panels)]
     )
     if bad := [n for n in chosen if not 1 <= n <= net.depth]:
         raise InputError(f"layers {bad} out of range 1..{net.depth}")

@@ -29,10 +29,10 @@ from .common import (
     _alpha,
     _class_handles,
     _figure,
-    _select,
     _setup,
     _subsample_note,
     class_style,
+    evenly_spaced,
     integer_ticks,
     require_matplotlib,
 )
@@ -60,7 +60,7 @@ def _rank(v: np.ndarray, amplitude: float) -> np.ndarray:
     return 2 * out / max(m - 1, 1) - 1
 
 
-def _merged_sets(net: LNNet[Any], trace: Trace, idx: np.ndarray) -> list[np.ndarray]:
+def merged_sets(net: LNNet[Any], trace: Trace, idx: np.ndarray) -> list[np.ndarray]:
     """For each column, a representative per point: points merged so far share one."""
     root = np.arange(len(idx))
     out = [root.copy()]
@@ -89,7 +89,7 @@ def _folded_end(net: LNNet[Any], trace: Trace) -> list[int]:
     return out
 
 
-def _ladder_columns(
+def ladder_columns(
     trace: Trace,
     mode: str,
     sets: list[np.ndarray] | None = None,
@@ -219,12 +219,12 @@ def ladder(
         raise InputError("this net has a map of rank above one: use mode='angle' or 'principal'")
     if mode == "angle" and not trace.on_circle:
         raise InputError("the angle view needs every layer of width 3: use mode='principal'")
-    sets = _merged_sets(net, trace, idx) if mode in ("value", "rank") else None
+    sets = merged_sets(net, trace, idx) if mode in ("value", "rank") else None
     ends = _folded_end(net, trace) if mode == "rank" else None
-    cols, ys, ylabel = _ladder_columns(trace, mode, sets if mode == "rank" else None, ends)
+    cols, ys, ylabel = ladder_columns(trace, mode, sets if mode == "rank" else None, ends)
     if not cols:
         raise InputError("nothing to draw: no LayerNorm layers and a readout of rank above one")
-    sel = _select(len(cols), max_columns)
+    sel = evenly_spaced(len(cols), max_columns)
     xs = np.array([cols[i] for i in sel], dtype=float)
     Y = np.array([ys[i] for i in sel])  # (columns, m)
     m, k = points.m, len(net.classes)
