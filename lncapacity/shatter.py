@@ -60,7 +60,7 @@ from .fileformat import (
     to_dict,
     to_gadget,
 )
-from .model import LNNet
+from .model import Affine, LNNet, Norm
 from .parallel import imap
 from .version import __version__
 
@@ -68,6 +68,8 @@ FORMAT = "lnnet-shatter/1"
 CLASSES = (0, 1)
 CHUNK = 64
 MAX_POINTS = 24
+MAX_GROUPS = 1 << 20
+"""Most groups of 3 an LN-G shattering certificate's header may claim."""
 """Most points :func:`shatter` and :func:`verify_shatter` take: ``2^24`` labelings (the file has
 ``2^23 + 2`` lines).  A header claiming more is refused before anything is allocated."""
 
@@ -165,20 +167,91 @@ def _margins(net: LNNet[fmpq], X: Sequence[tuple[fmpq, ...]], y: Sequence[int]) 
     return [p.margin if p.certified else -math.inf for p in cert.points]
 
 
+BUMP_THRESHOLD = fmpq(2)
+"""The readout's other row in an LN-G bump net: a bump reads at least ``3 sqrt(6) / 2 > 3.67``
+at its own point, the tails sum to at most ``3 sqrt(6) / 8 < 0.92`` (proofs/ln_g_vc.md)."""
+
+
+def bump_net(
+    X: Sequence[tuple[fmpq, ...]], y: Sequence[int], groups: int, eps: fmpq
+) -> LNNet[fmpq]:
+    """A depth-1 LN-G net with exactly ``groups`` groups of 3 labelling ``X`` by ``y`` (0/1),
+    when one class has at most ``groups`` points (proofs/ln_g_vc.md, Theorem 1).
+
+    Project to ``t = read . x`` (distinct values); the minority class's points ``t_j`` get one
+    group each, fed ``S ((t - t_j) u + beta v)``, whose LayerNorm read along ``v = (1, 1, -2)``
+    is the bump ``3 sqrt(6) beta / sqrt((t - t_j)^2 + b^2)``; that class's row sums the bumps,
+    the other row is the constant :data:`BUMP_THRESHOLD`.  Unused groups are read by nothing.
+    Raises :class:`InputError` when both classes have more than ``groups`` points.
+    """
+    from .construct.groups import GROUP, Steps, steps_layer
+
+    ones = [i for i, label in enumerate(y) if label == 1]
+    zeros = [i for i, label in enumerate(y) if label != 1]
+    bumped, cls = (ones, 1) if len(ones) <= len(zeros) else (zeros, 0)
+    if len(bumped) > groups:
+        raise InputError(f"both classes have more than {groups} points (one bump per point)")
+    d = len(X[0])
+    read = _separating(X)
+    t = [sum((r * v for r, v in zip(read, x, strict=True)), fmpq(0)) for x in X]
+    ts = sorted(t)
+    delta = min(b - a for a, b in zip(ts, ts[1:], strict=False)) if len(ts) > 1 else fmpq(1)
+    beta = fmpq(1)
+    while 8 * groups * beta > delta:  # beta <= delta / (8 g), a power of two
+        beta /= 2
+    S = fmpq(1)
+    while S * delta < 1 or 2 * (S * beta) ** 2 < 3 * eps:  # b^2 <= 4 beta^2
+        S *= 2
+    centres = [t[i] for i in bumped] + [ts[-1] + 1 + j for j in range(groups - len(bumped))]
+    layer = steps_layer(Steps(read, fmpq(0), tuple(centres), (), delta), beta, S)
+    v = (fmpq(1), fmpq(1), fmpq(-2))
+    zero = (fmpq(0),) * GROUP
+    bump_row = tuple(x for j in range(groups) for x in (v if j < len(bumped) else zero))
+    flat = (fmpq(0),) * (GROUP * groups)
+    rows = {cls: (bump_row, fmpq(0)), 1 - cls: (flat, BUMP_THRESHOLD)}
+    readout = Affine(
+        tuple(rows[c][0] for c in CLASSES), tuple(rows[c][1] for c in CLASSES), {"kind": "bumps"}
+    )
+    meta = {"method": "bumps", "arch": "ln-g", "groups": groups, "bumps": len(bumped)}
+    return LNNet(
+        d, GROUP * groups, eps, (layer,), readout, CLASSES, meta, norms=(Norm(groups=groups),)
+    )
+
+
+def _separating(X: Sequence[tuple[fmpq, ...]]) -> tuple[fmpq, ...]:
+    """``(1, k, k^2, ...)`` for the least ``k >= 1`` giving distinct ``read . x``: at most
+    ``d - 1`` values of ``k`` per pair of points are roots of their difference's polynomial."""
+    k = 1
+    while True:
+        read = tuple(fmpq(k) ** i for i in range(len(X[0])))
+        t = {sum((r * v for r, v in zip(read, x, strict=True)), fmpq(0)) for x in X}
+        if len(t) == len(X):
+            return read
+        k += 1
+
+
 def _shatter_chunk(
-    args: tuple[list[tuple[fmpq, ...]], int, fmpq, list[int], dict | None],
+    args: tuple[list[tuple[fmpq, ...]], int, fmpq, list[int], dict | None, int | None],
 ) -> list[dict]:
     from .construct import build  # workers build; the verifier never imports this
 
-    X, depth, eps, ks, search = args
+    X, depth, eps, ks, search, groups = args
     m, mask = len(X), (1 << len(X)) - 1
     out = []
     for k in ks:
         y = labels_of(k, m)
         try:
-            net = build(_point_set(X, y), eps=eps, depth=depth, method="pma", classes=CLASSES)
-            record: dict[str, Any] = {"folds": net.meta["folds"], "net": to_gadget(net)}
+            record: dict[str, Any]
+            if groups is not None:
+                net = bump_net(X, y, groups, eps)
+                record = {"folds": "bumps", "lnnet": to_dict(net)}
+            else:
+                net = build(_point_set(X, y), eps=eps, depth=depth, method="pma", classes=CLASSES)
+                record = {"folds": net.meta["folds"], "net": to_gadget(net)}
         except InputError as e:
+            if groups is not None:
+                out.append({"labeling": k, "error": str(e)})
+                continue
             net = None
             if search is not None:
                 from .search import find_net
@@ -214,6 +287,7 @@ def shatter(
     workers: int | None = None,
     progress: Progress | None = None,
     search: dict[str, int] | None = None,
+    groups: int | None = None,
 ) -> ShatterSummary:
     """Build and certify a depth-``depth`` net for every labeling of ``X`` (``depth + 2`` points).
 
@@ -224,8 +298,24 @@ def shatter(
     :func:`lncapacity.search.find_net`, e.g. ``{}``) ``X`` may have more points:
     labelings the construction cannot do at this depth are searched for
     numerically and certified, and the ones not found are listed in
-    ``summary.failures`` instead of raising.
+    ``summary.failures`` instead of raising.  With ``groups`` (LN-G, ``depth`` 1) every net is
+    :func:`bump_net` with exactly ``groups`` groups of 3, and ``X`` defaults to ``0, 1, ...,
+    2 groups`` (``2 groups + 1`` points: proofs/ln_g_vc.md, Theorem 1).
     """
+    if groups is not None:
+        if not _is_int(groups) or groups < 1:
+            raise InputError(f"groups must be a positive integer, got {shown(groups)}")
+        if depth != 1:
+            raise InputError(f"LN-G shattering is built at depth 1, not {shown(depth)}")
+        if search is not None:
+            raise InputError("--search is for width-3 nets (ln3), not ln-g")
+        if X is None:
+            if 2 * groups + 1 > MAX_POINTS:
+                raise InputError(
+                    f"{groups} groups take {2 * groups + 1} points, beyond the limit of "
+                    f"{MAX_POINTS}"
+                )
+            X = [(fmpq(k),) for k in range(2 * groups + 1)]
     if not _is_int(depth) or depth < 0:
         raise InputError(f"depth must be a non-negative integer, got {shown(depth)}")
     if depth + 2 > MAX_POINTS:
@@ -241,7 +331,7 @@ def shatter(
     except (ValueError, TypeError) as e:
         raise InputError(f"the points must have finite coordinates: {e}") from None
     m = len(points)
-    if m != depth + 2 and (search is None or m < depth + 2):
+    if groups is None and m != depth + 2 and (search is None or m < depth + 2):
         want = f"at least {depth + 2}" if search is not None else str(depth + 2)
         raise InputError(f"shattering at depth {depth} takes {want} points, got {m}")
     if m > MAX_POINTS:
@@ -265,9 +355,11 @@ def shatter(
         "labelings": 1 << m,
         "classes": list(CLASSES),
     }
+    if groups is not None:
+        header["groups"] = groups
     canonical = range(0, 1 << m, 2)  # point 0 labelled 0; the complement has it 1
     tasks = (
-        (points, depth, eps_q, list(canonical[i : i + CHUNK]), search)
+        (points, depth, eps_q, list(canonical[i : i + CHUNK]), search, groups)
         for i in range(0, len(canonical), CHUNK)
     )
     start = time.perf_counter()
@@ -390,6 +482,8 @@ class _Header:
     points: tuple[tuple[fmpq, ...], ...]
     depth: int
     eps: fmpq
+    groups: int | None = None
+    """LN-G: every net has this many groups of 3 in each layer (``None``: width 3)."""
 
     @property
     def m(self) -> int:
@@ -404,7 +498,7 @@ def _read_header(obj: Any, path: object) -> _Header:
 
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
         raise InputError(f"{path}: not an {FORMAT} certificate")
-    keys = set(obj) - {"generator"}
+    keys = set(obj) - {"generator", "groups"}
     if keys != _HEADER_KEYS:
         extra, missing = sorted(keys - _HEADER_KEYS), sorted(_HEADER_KEYS - keys)
         raise bad(f"missing {missing}" if missing else f"unknown fields {shown(extra)}")
@@ -440,7 +534,10 @@ def _read_header(obj: Any, path: object) -> _Header:
         raise bad("the points are not distinct")
     if eps < 0:
         raise bad("eps must be >= 0")
-    return _Header(X, depth, eps)
+    groups = obj.get("groups")
+    if groups is not None and (not _is_int(groups) or not 1 <= groups <= MAX_GROUPS):
+        raise bad(f"groups must be an integer from 1 to {MAX_GROUPS}, got {shown(groups)}")
+    return _Header(X, depth, eps, groups)
 
 
 def _is_int(v: object) -> bool:
@@ -474,7 +571,10 @@ def _record_problem(rec: Any, header: _Header) -> str | None:
         if not isinstance(margins, list) or len(margins) != m or not all(map(_is_margin, margins)):
             return f"labeling {k}: margins must be {m} finite numbers >= 0"
     folds = rec["folds"]
-    if "lnnet" in rec:
+    if header.groups is not None:
+        if "lnnet" not in rec or folds != "bumps":
+            return f'labeling {k}: an LN-G record has an lnnet and folds "bumps"'
+    elif "lnnet" in rec:
         if folds != "search":
             return f'labeling {k}: a searched net (lnnet) has folds "search"'
     elif not _is_int(folds) or not 0 <= folds <= header.depth:
@@ -487,11 +587,14 @@ def _decode(rec: dict, header: _Header) -> LNNet[fmpq]:
     d, depth = len(header.points[0]), header.depth
     if "lnnet" in rec:
         net = from_dict(rec["lnnet"], "lnnet")
-        if (net.width, net.depth, net.input_dim) != (3, depth, d):
+        g = header.groups or 1
+        if (net.width, net.depth, net.input_dim) != (3 * g, depth, d):
             raise InputError(
                 f"the net has width {net.width}, depth {net.depth}, {net.input_dim} inputs; "
-                f"the claim is width 3, depth {depth}, {d} inputs"
+                f"the claim is width {3 * g}, depth {depth}, {d} inputs"
             )
+        if net.groups != (g,) * depth:
+            raise InputError(f"the net's groups per layer are {list(net.groups)}, not {g}")
         if net.eps != header.eps or net.classes != CLASSES:
             raise InputError("the net's eps or classes differ from the header's")
         return net

@@ -44,6 +44,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     s.add_argument("--seed", type=seed_int, default=0, help="seed of the --random points")
     s.add_argument("--restarts", type=positive_int, default=16, help="search restarts per labeling")
+    s.add_argument(
+        "--arch",
+        choices=("ln3", "ln-g"),
+        default="ln3",
+        help="ln3: width-3 LN-Nets (default); ln-g: depth-1 LN-G nets with --groups groups of 3 "
+        "(one bump per point of the smaller class; default points 0, 1, ..., 2g)",
+    )
+    s.add_argument("--groups", type=positive_int, metavar="G", help="groups of 3 (--arch ln-g)")
     add_output_options(s, workers=True)
     s.set_defaults(handler=cmd_shatter)
 
@@ -51,7 +59,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def cmd_shatter(args: argparse.Namespace) -> int:
     from ..shatter import labels_of, random_points, shatter
 
-    out = f"shatter-L{args.depth}.jsonl" if args.out is None else args.out
+    if args.arch == "ln-g" and args.groups is None:
+        raise InputError("--arch ln-g needs --groups")
+    if args.arch == "ln3" and args.groups is not None:
+        raise InputError("--groups is for --arch ln-g")
+    default = (
+        f"shatter-ln-g{args.groups}-L{args.depth}" if args.groups else f"shatter-L{args.depth}"
+    )
+    out = f"{default}.jsonl" if args.out is None else args.out
     fileformat.check_outputs({"--out": out}, [args.points] if args.points else [])
     X = None if args.points is None else load_points(args.points).X
     if args.random is not None or (args.search and X is None):
@@ -63,7 +78,14 @@ def cmd_shatter(args: argparse.Namespace) -> int:
         "shattering",
         args.quiet,
         lambda bar: shatter(
-            X, args.depth, args.eps, out=out, workers=args.workers, progress=bar, search=search
+            X,
+            args.depth,
+            args.eps,
+            out=out,
+            workers=args.workers,
+            progress=bar,
+            search=search,
+            groups=args.groups,
         ),
     )
     written = summary.all_certified
