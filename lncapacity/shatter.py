@@ -30,6 +30,7 @@ bound, and checks that every labeling appears exactly once.
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import math
 import os
@@ -195,7 +196,7 @@ def bump_net(
     read = _separating(X)
     t = [sum((r * v for r, v in zip(read, x, strict=True)), fmpq(0)) for x in X]
     ts = sorted(t)
-    delta = min(b - a for a, b in zip(ts, ts[1:], strict=False)) if len(ts) > 1 else fmpq(1)
+    delta = min(b - a for a, b in itertools.pairwise(ts)) if len(ts) > 1 else fmpq(1)
     beta = fmpq(1)
     while 8 * groups * beta > delta:  # beta <= delta / (8 g), a power of two
         beta /= 2
