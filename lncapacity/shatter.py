@@ -289,6 +289,10 @@ def shatter(
     progress: Progress | None = None,
     search: dict[str, int] | None = None,
     groups: int | None = None,
+    scheduler: str | None = None,
+    resume: bool = False,
+    status: Callable[[ShatterSummary], None] | None = None,
+    chunk: int = CHUNK,
 ) -> ShatterSummary:
     """Build and certify a depth-``depth`` net for every labeling of ``X`` (``depth + 2`` points).
 
@@ -302,7 +306,19 @@ def shatter(
     ``summary.failures`` instead of raising.  With ``groups`` (LN-G, ``depth`` 1) every net is
     :func:`bump_net` with exactly ``groups`` groups of 3, and ``X`` defaults to ``0, 1, ...,
     2 groups`` (``2 groups + 1`` points: proofs/ln_g_vc.md, Theorem 1).
+
+    ``scheduler`` (``"local:N"`` or a Dask scheduler's address) runs the chunks (``chunk``
+    pairs of labelings each) on a Dask cluster (:mod:`lncapacity.cluster`) instead of the
+    process pool; the certificate is the same, byte for byte.  With ``resume`` the records
+    go to a journal ``out + ".part"`` kept when the run is interrupted; a new run with
+    ``resume`` re-certifies the journal's records (:func:`verify_shatter`'s checks), keeps
+    the longest correct prefix and continues after it.  ``status`` is called with the
+    summary so far after each chunk.
     """
+    if resume and out is None:
+        raise InputError("--resume needs an output file")
+    if not _is_int(chunk) or chunk < 1:
+        raise InputError(f"chunk must be a positive integer, got {shown(chunk)}")
     if groups is not None:
         if not _is_int(groups) or groups < 1:
             raise InputError(f"groups must be a positive integer, got {shown(groups)}")
@@ -358,16 +374,24 @@ def shatter(
     }
     if groups is not None:
         header["groups"] = groups
-    canonical = range(0, 1 << m, 2)  # point 0 labelled 0; the complement has it 1
+    imap = _imap(scheduler)
+    first = 0  # the first labeling to compute (after a journal's records)
+    journal = None if not resume or out is None else _journal_path(out)
+    pool = workers or os.cpu_count() or 1
+    if journal is not None:
+        first = _resume(journal, header, summary, pool, imap)
+    canonical = range(first, 1 << m, 2)  # point 0 labelled 0; the complement has it 1
     tasks = (
-        (points, depth, eps_q, list(canonical[i : i + CHUNK]), search, groups)
-        for i in range(0, len(canonical), CHUNK)
+        (points, depth, eps_q, list(canonical[i : i + chunk]), search, groups)
+        for i in range(0, len(canonical), chunk)
     )
     start = time.perf_counter()
-    chunks = -(-len(canonical) // CHUNK)
-    pool = min(workers or os.cpu_count() or 1, chunks)
-    with _writer(out) as (write, discard), closing(imap(_shatter_chunk, tasks, pool)) as results:
-        write(header)
+    chunks = -(-len(canonical) // chunk)
+    pool = min(pool, max(chunks, 1))
+    writer = _writer(out, journal)
+    with writer as (write, discard), closing(imap(_shatter_chunk, tasks, pool)) as results:
+        if first == 0:
+            write(header)
         for records in results:
             for rec in records:
                 if "error" in rec:
@@ -385,11 +409,105 @@ def shatter(
                 write(rec)
             if progress:
                 progress(summary.certified + len(summary.failures), summary.labelings)
+            if status:
+                status(summary)
         summary.seconds = time.perf_counter() - start
         write({"summary": summary.to_dict()})
         if not summary.all_certified:
             discard()
     return summary
+
+
+def _imap(scheduler: str | None) -> Callable[..., Iterator[Any]]:
+    """``imap(fn, tasks, workers)``: the process pool, or the Dask cluster ``scheduler``."""
+    if scheduler is None:
+        return imap
+    from .cluster import cluster_imap, distributed_module
+
+    distributed_module()  # a missing dependency is one line before any work
+
+    def on_cluster(fn: Callable[[Any], Any], tasks: Iterator[Any], workers: int) -> Any:
+        return cluster_imap(fn, tasks, scheduler)
+
+    return on_cluster
+
+
+def _journal_path(out: str | os.PathLike[str]) -> Path:
+    target = output_target(out)
+    return target.with_name(target.name + ".part")
+
+
+def _resume(
+    journal: Path, header: dict, summary: ShatterSummary, workers: int, imap: Callable
+) -> int:
+    """Keep the longest prefix of ``journal``'s records that verifies (same header, records
+    in order, each re-certified as :func:`verify_shatter` does), tally them into ``summary``,
+    cut the journal after them, and return the next labeling to compute (0: start afresh)."""
+    if not journal.exists():
+        return 0
+    with open(journal, "rb") as f:
+        lines = f.read().split(b"\n")
+    try:
+        first = json.loads(lines[0])
+    except ValueError:
+        first = None
+    same = isinstance(first, dict) and {k: v for k, v in first.items() if k != "generator"} == {
+        k: v for k, v in header.items() if k != "generator"
+    }
+    if not same:
+        raise InputError(
+            f"{journal}: a journal of another run (other points, depth, eps or groups): "
+            "remove it or choose another --out"
+        )
+    hdr = _read_header(first, journal)
+    kept: list[dict] = []
+    sizes = []  # bytes of each kept record's line
+    for line in lines[1:]:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            break  # a line cut by the interruption, or the end
+        if _record_problem(rec, hdr) is not None or rec["labeling"] != 2 * len(kept):
+            break
+        kept.append(rec)
+        sizes.append(len(line) + 1)
+    good = 0
+    batches = ((hdr, kept[i : i + CHUNK]) for i in range(0, len(kept), CHUNK))
+    with closing(imap(_verify_chunk, batches, min(workers, max(1, -(-len(kept) // CHUNK))))) as rs:
+        for results in rs:
+            for j in range(0, len(results), 2):
+                if not (results[j][1] and results[j + 1][1]):
+                    break
+                good += 1
+            else:
+                continue
+            break
+    offset = len(lines[0]) + 1 + sum(sizes[:good]) if good else 0  # nothing kept: afresh
+    for rec in kept[:good]:
+        summary.folds[rec["folds"]] += 2
+        _tally(summary, rec["labeling"], rec["margins"])
+        _tally(summary, rec["complement"]["labeling"], rec["complement"]["margins"])
+    with open(journal, "r+b") as f:
+        f.truncate(offset)
+    return 2 * good
+
+
+def _publish_journal(journal: Path, path: Path) -> None:
+    """The finished journal becomes ``path`` (gzip-compressed into place for ``.gz``)."""
+    if path.suffix != ".gz":
+        publish(str(journal), path)
+        return
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb") as gz:
+            with open(journal, "rb") as src:
+                while block := src.read(1 << 20):
+                    gz.write(block)
+        publish(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    journal.unlink()
 
 
 def _tally(summary: ShatterSummary, k: int, margins: Sequence[float | None]) -> None:
@@ -401,10 +519,15 @@ def _tally(summary: ShatterSummary, k: int, margins: Sequence[float | None]) -> 
 
 
 class _writer:
-    """JSON Lines to a temporary file, renamed into place on success (gzip for ``.gz``)."""
+    """JSON Lines to a temporary file, renamed into place on success (gzip for ``.gz``).
 
-    def __init__(self, path: str | os.PathLike[str] | None) -> None:
+    With a ``journal`` the lines are appended (and flushed) to it instead, uncompressed; it is
+    kept when the run is interrupted, and on success becomes the file (compressed for
+    ``.gz``)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None, journal: Path | None = None) -> None:
         self.path = None if path is None else output_target(path)
+        self.journal = journal
         self.keep = True
 
     def __enter__(self) -> tuple[Callable[[Any], None], Callable[[], None]]:
@@ -413,6 +536,17 @@ class _writer:
 
         if self.path is None:
             return (lambda obj: None), discard
+        if self.journal is not None:
+            try:
+                self.f = self.raw = open(self.journal, "ab")
+            except OSError as e:
+                raise InputError(f"{self.journal}: cannot write: {e.strerror}") from None
+
+            def append(obj: Any) -> None:
+                self.f.write((json.dumps(obj, separators=(",", ":")) + "\n").encode())
+                self.f.flush()
+
+            return append, discard
         try:
             fd, self.tmp = tempfile.mkstemp(
                 dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp"
@@ -431,6 +565,12 @@ class _writer:
             return
         self.f.close()
         self.raw.close()
+        if self.journal is not None:
+            if kind is None and self.keep:
+                _publish_journal(self.journal, self.path)
+            elif kind is None:  # finished, not shattered: nothing to resume
+                self.journal.unlink(missing_ok=True)
+            return
         if kind is None and self.keep:
             publish(self.tmp, self.path)
         else:
@@ -658,6 +798,7 @@ def verify_shatter(
     *,
     workers: int | None = None,
     progress: Progress | None = None,
+    scheduler: str | None = None,
 ) -> tuple[ShatterSummary, list[str]]:
     """Re-check a shattering certificate; returns the summary and the problems found.
 
@@ -673,7 +814,7 @@ def verify_shatter(
     margin may exceed the certified bound.  The summary line must restate
     exactly what the records establish (counts, ``all_certified``, the smallest
     claimed margin, the histogram of folds, no failures).  The returned summary
-    is the re-derived one.
+    is the re-derived one.  ``scheduler``: the chunks on a Dask cluster, as in :func:`shatter`.
     """
     lines = _lines(path)
     try:
@@ -718,6 +859,7 @@ def verify_shatter(
     start = time.perf_counter()
     pairs = 1 << (m - 1)
     pool = workers or os.cpu_count() or 1
+    imap = _imap(scheduler)
     with closing(imap(_verify_chunk, batches(), min(pool, -(-pairs // CHUNK)))) as chunks:
         for results in chunks:
             for k, ok, margin, reason in results:
