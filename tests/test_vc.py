@@ -7,7 +7,7 @@ import json
 import pytest
 
 from lncapacity.cli import main
-from lncapacity.shatter import _read_header, _lines, verify_shatter
+from lncapacity.shatter import _lines, _read_header, verify_shatter
 from lncapacity.theory.vc import CERTIFIED, line_bound, repo_root, sandwich, warren_vc
 
 ROOT = repo_root()
