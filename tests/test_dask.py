@@ -165,3 +165,19 @@ def test_a_bad_scheduler_is_one_line(tmp_path, capsys, monkeypatch):
         err = capsys.readouterr().err
         assert code == 2 and len(err.strip().splitlines()) == 1, err
         assert "--scheduler" in err and list(tmp_path.iterdir()) == []
+
+
+def test_status_lines_say_done_certified_left_and_rate(tmp_path):
+    from lncapacity.cli.shatter import status_lines
+
+    notes = []
+
+    class Bar:
+        def note(self, message):
+            notes.append(message)
+
+    status = status_lines(Bar(), period=0)
+    summary = shatter(None, out=tmp_path / "s.jsonl", workers=1, status=status, **RUN)
+    assert summary.all_certified and len(notes) == 128 // (2 * RUN["chunk"]) - 1
+    assert notes[-1].startswith("128/128 labelings done, 128 certified, 0 left; ")
+    assert "labelings/s" in notes[-1]
