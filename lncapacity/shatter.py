@@ -174,16 +174,18 @@ at its own point, the tails sum to at most ``3 sqrt(6) / 8 < 0.92`` (proofs/ln_g
 
 
 def bump_net(
-    X: Sequence[tuple[fmpq, ...]], y: Sequence[int], groups: int, eps: fmpq
+    X: Sequence[tuple[fmpq, ...]], y: Sequence[int], groups: int, eps: fmpq, depth: int = 1
 ) -> LNNet[fmpq]:
-    """A depth-1 LN-G net with exactly ``groups`` groups of 3 labelling ``X`` by ``y`` (0/1),
-    when one class has at most ``groups`` points (proofs/ln_g_vc.md, Theorem 1).
+    """A depth-``depth`` LN-G net with exactly ``groups`` groups of 3 per layer labelling ``X``
+    by ``y`` (0/1), when one class has at most ``groups`` points (proofs/ln_g_vc.md, Theorems
+    1 and 2).
 
     Project to ``t = read . x`` (distinct values); the minority class's points ``t_j`` get one
     group each, fed ``S ((t - t_j) u + beta v)``, whose LayerNorm read along ``v = (1, 1, -2)``
     is the bump ``3 sqrt(6) beta / sqrt((t - t_j)^2 + b^2)``; that class's row sums the bumps,
     the other row is the constant :data:`BUMP_THRESHOLD`.  Unused groups are read by nothing.
-    Raises :class:`InputError` when both classes have more than ``groups`` points.
+    Layers 2 to ``depth`` feed each group its own output times ``S'`` (``S'^2 >= 16 eps``): the
+    direction is kept and every scale stays within ``[sqrt(3)/2, 2/sqrt(3)]``.  Raises :class:`InputError` when both classes have more than ``groups`` points.
     """
     from .construct.groups import GROUP, Steps, steps_layer
 
@@ -214,9 +216,17 @@ def bump_net(
         tuple(rows[c][0] for c in CLASSES), tuple(rows[c][1] for c in CLASSES), {"kind": "bumps"}
     )
     meta = {"method": "bumps", "arch": "ln-g", "groups": groups, "bumps": len(bumped)}
-    return LNNet(
-        d, GROUP * groups, eps, (layer,), readout, CLASSES, meta, norms=(Norm(groups=groups),)
+    pad = fmpq(1)
+    while pad**2 < 16 * eps:
+        pad *= 2
+    n = GROUP * groups
+    same = Affine(
+        tuple(tuple(pad if j == i else fmpq(0) for j in range(n)) for i in range(n)),
+        (fmpq(0),) * n,
+        {"kind": "pad"},
     )
+    layers = (layer,) + (same,) * (depth - 1)
+    return LNNet(d, n, eps, layers, readout, CLASSES, meta, norms=(Norm(groups=groups),) * depth)
 
 
 def _separating(X: Sequence[tuple[fmpq, ...]]) -> tuple[fmpq, ...]:
@@ -244,7 +254,7 @@ def _shatter_chunk(
         try:
             record: dict[str, Any]
             if groups is not None:
-                net = bump_net(X, y, groups, eps)
+                net = bump_net(X, y, groups, eps, depth)
                 record = {"folds": "bumps", "lnnet": to_dict(net)}
             else:
                 net = build(_point_set(X, y), eps=eps, depth=depth, method="pma", classes=CLASSES)
@@ -303,8 +313,8 @@ def shatter(
     :func:`lncapacity.search.find_net`, e.g. ``{}``) ``X`` may have more points:
     labelings the construction cannot do at this depth are searched for
     numerically and certified, and the ones not found are listed in
-    ``summary.failures`` instead of raising.  With ``groups`` (LN-G, ``depth`` 1) every net is
-    :func:`bump_net` with exactly ``groups`` groups of 3, and ``X`` defaults to ``0, 1, ...,
+    ``summary.failures`` instead of raising.  With ``groups`` (LN-G, ``depth >= 1``) every net is
+    :func:`bump_net` with exactly ``groups`` groups of 3 per layer, and ``X`` defaults to ``0, 1, ...,
     2 groups`` (``2 groups + 1`` points: proofs/ln_g_vc.md, Theorem 1).
 
     ``scheduler`` (``"local:N"`` or a Dask scheduler's address) runs the chunks (``chunk``
@@ -322,8 +332,8 @@ def shatter(
     if groups is not None:
         if not _is_int(groups) or groups < 1:
             raise InputError(f"groups must be a positive integer, got {shown(groups)}")
-        if depth != 1:
-            raise InputError(f"LN-G shattering is built at depth 1, not {shown(depth)}")
+        if not _is_int(depth) or depth < 1:
+            raise InputError(f"LN-G shattering takes a depth >= 1, not {shown(depth)}")
         if search is not None:
             raise InputError("--search is for width-3 nets (ln3), not ln-g")
         if X is None:

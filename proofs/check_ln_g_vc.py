@@ -54,6 +54,31 @@ def test_theorem_1_with_eps_and_in_the_plane():
     assert s.all_certified and s.min_margin > 1.08
 
 
+@pytest.mark.parametrize("eps", [fmpq(0), fmpq(1, 100), fmpq(1)])
+def test_theorem_2_padded_to_depth_three(eps, tmp_path):
+    out = tmp_path / "s.jsonl"
+    s = shatter(None, 3, eps=eps, out=out, workers=1, groups=2)
+    # margins > 2 sqrt(3)/2 * ... : at least 2 - (3 sqrt(6)/8)(2/sqrt(3)) > 0.93
+    assert s.all_certified and s.min_margin > 0.93
+    again, problems = verify_shatter(out, workers=1)
+    assert not problems and again.certified == 32
+
+
+def test_theorem_2_the_scales_stay_in_their_interval():
+    """var(h_(l+1)) = v / (v + delta) with delta = eps / S'^2 <= 1/16 and var(h_1) >= 3/4: the
+    variances stay in [3/4, 1], so each output is h_1 times mu in [sqrt(3)/2, 2/sqrt(3)]."""
+    v, delta = sp.symbols("v delta", positive=True)
+    f = v / (v + delta)
+    assert sp.simplify(sp.diff(f, v) - delta / (v + delta) ** 2) == 0  # increasing in v
+    assert sp.solve(sp.Eq(f, v), v) == [1 - delta]  # the fixed point, in [15/16, 1]
+    lo, hi = sp.sqrt(3) / 2, 2 / sp.sqrt(3)
+    own, tails = 3 * sp.sqrt(6) / 2, 3 * sp.sqrt(6) / 8
+    assert own * lo - 2 > sp.Rational(118, 100) and 2 - tails * hi > sp.Rational(93, 100)
+    # var(h_1) = V / (V + eps) >= 3/4 when V = |y|^2 / 3 >= 2 S^2 beta^2 >= 3 eps
+    V, eps = sp.symbols("V epsilon", positive=True)
+    assert sp.simplify((V / (V + eps)).subs(V, 3 * eps)) == sp.Rational(3, 4)
+
+
 def test_the_construction_stops_at_2g_plus_1():
     X = [(fmpq(k),) for k in range(6)]
     with pytest.raises(InputError, match="more than 2 points"):

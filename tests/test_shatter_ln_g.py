@@ -28,9 +28,15 @@ def test_the_command_line_writes_and_verifies(tmp_path, capsys, monkeypatch):
     assert main(["shatter", "--depth", "1", "--arch", "ln-g", "--groups", "2", "--quiet"]) == 0
     assert "5 points at depth 1, 32/32" in capsys.readouterr().out
     assert main(["verify-shatter", "shatter-ln-g2-L1.jsonl", "--quiet", "--workers", "1"]) == 0
-    for bad in (["--groups", "2"], ["--arch", "ln-g"], ["--arch", "ln-g", "--groups", "2"]):
-        depth = "2" if bad[-1] == "2" and "--arch" in bad else "1"
-        assert main(["shatter", "--depth", depth, *bad, "--quiet", "--out", "x.jsonl"]) == 2
+    bad_runs = [
+        ["--depth", "1", "--groups", "2"],  # groups are for ln-g
+        ["--depth", "1", "--arch", "ln-g"],  # ln-g needs groups
+        ["--depth", "0", "--arch", "ln-g", "--groups", "2"],  # depth >= 1
+        ["--depth", "1", "--arch", "ln-g", "--groups", "12"],  # 25 points
+        ["--depth", "1", "--arch", "ln-g", "--groups", "2", "--search"],
+    ]
+    for bad in bad_runs:
+        assert main(["shatter", *bad, "--quiet", "--out", "x.jsonl"]) == 2
         assert len(capsys.readouterr().err.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["shatter-ln-g2-L1.jsonl"]
 

@@ -91,7 +91,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--arch",
         choices=("ln3", "ln-g"),
         default="ln3",
-        help="ln3: width-3 LN-Nets (default); ln-g: depth-1 LN-G nets with --groups groups of 3 "
+        help="ln3: width-3 LN-Nets (default); ln-g: LN-G nets with --groups groups of 3 per layer "
         "(one bump per point of the smaller class; default points 0, 1, ..., 2g)",
     )
     s.add_argument("--groups", type=positive_int, metavar="G", help="groups of 3 (--arch ln-g)")
