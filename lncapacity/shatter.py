@@ -185,7 +185,8 @@ def bump_net(
     is the bump ``3 sqrt(6) beta / sqrt((t - t_j)^2 + b^2)``; that class's row sums the bumps,
     the other row is the constant :data:`BUMP_THRESHOLD`.  Unused groups are read by nothing.
     Layers 2 to ``depth`` feed each group its own output times ``S'`` (``S'^2 >= 16 eps``): the
-    direction is kept and every scale stays within ``[sqrt(3)/2, 2/sqrt(3)]``.  Raises :class:`InputError` when both classes have more than ``groups`` points.
+    direction is kept and every scale stays within ``[sqrt(3)/2, 2/sqrt(3)]``.  Raises
+    :class:`InputError` when both classes have more than ``groups`` points.
     """
     from .construct.groups import GROUP, Steps, steps_layer
 
@@ -313,9 +314,9 @@ def shatter(
     :func:`lncapacity.search.find_net`, e.g. ``{}``) ``X`` may have more points:
     labelings the construction cannot do at this depth are searched for
     numerically and certified, and the ones not found are listed in
-    ``summary.failures`` instead of raising.  With ``groups`` (LN-G, ``depth >= 1``) every net is
-    :func:`bump_net` with exactly ``groups`` groups of 3 per layer, and ``X`` defaults to ``0, 1, ...,
-    2 groups`` (``2 groups + 1`` points: proofs/ln_g_vc.md, Theorem 1).
+    ``summary.failures`` instead of raising.  With ``groups`` (LN-G, ``depth >= 1``) every
+    net is :func:`bump_net` with exactly ``groups`` groups of 3 per layer, and ``X`` defaults
+    to ``0, 1, ..., 2 groups`` (``2 groups + 1`` points: proofs/ln_g_vc.md, Theorems 1, 2).
 
     ``scheduler`` (``"local:N"`` or a Dask scheduler's address) runs the chunks (``chunk``
     pairs of labelings each) on a Dask cluster (:mod:`lncapacity.cluster`) instead of the
