@@ -13,7 +13,8 @@ not grow with the number of labelings) and renamed into place at the end:
 
 * line 1, the header: ``{"format": "lnnet-shatter/1", "points": [[...]],
   "input_dim", "eps", "depth", "labelings", "classes": [0, 1]}``; numbers are
-  ``lnnet/1`` rational strings;
+  ``lnnet/1`` rational strings; LN-G certificates (:func:`bump_net`) add ``"groups": g``
+  and carry every net as an ``lnnet`` record with ``"folds": "bumps"``;
 * one line per pair of complementary labelings: ``{"labeling": k, "folds":
   ..., "net": <gadget record>, "margins": [...], "complement": {"labeling":
   k', "margins": [...]}}``.  Labeling ``k`` gives point ``i`` the label
