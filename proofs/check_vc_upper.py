@@ -10,7 +10,6 @@ from flint import arb, fmpq, fmpq_mpoly_ctx
 from lncapacity.arith import precision
 from lncapacity.model import layer_norm
 from lncapacity.theory.vc import (
-    E_UPPER,
     eliminated,
     line_bound,
     parameters,
@@ -205,11 +204,18 @@ def test_a_grouped_net_has_the_sign_of_the_tower_at_its_reduced_parameters():
 # --- section 3: Warren's bound, exactly ---------------------------------------------------------
 
 
-def test_e_upper_is_above_e_and_close():
-    p, qq = E_UPPER
+def test_the_ball_decision_agrees_with_exact_integers():
+    """With a rational ``p/q > e`` the test ``2^m (P q)^P <= (4 p D max(mK, P))^P`` in
+    integers holds wherever the true one does; at the boundary m_1 both decide alike."""
+    p, q = 2718281829, 10**9
     with precision(200):
-        e = arb(1).exp()
-        assert e < fmpq(p, qq) and fmpq(p, qq) - e < arb("1e-9")
+        assert arb(1).exp() < fmpq(p, q)
+    for L, d, g in [(1, 1, 1), (2, 2, 1), (5, 3, 1), (8, 1, 1), (1, 1, 3), (2, 1, 2)]:
+        P, (K, D) = parameters(L, d, g), eliminated(L, g)
+        m1 = warren_vc(L, d, g)
+        for m in (m1, m1 + 1):
+            exact = 2**m * (P * q) ** P <= (4 * p * D * max(m * K, P)) ** P
+            assert exact == warren_holds(m, P, K, D) == (m == m1)
 
 
 def test_the_true_set_is_an_interval_from_one():

@@ -23,16 +23,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from flint import arb
 
-E_UPPER = (2718281829, 10**9)
-"""A rational upper bound ``p / q`` of ``e = 2.718281828459...``: Warren's bound is evaluated
-with it, which can only raise the bound (proofs/vc_upper.md, section 3)."""
+from ..arith import precision
+from ..errors import InputError
 
 ARCHS = ("ln3", "ln-g")
 MAX_DEPTH = 4096
-"""Deepest net :func:`sandwich` takes (the exact integers stay small: ``P`` digits each)."""
+"""Deepest net :func:`sandwich` takes."""
 MAX_GROUPS = 4096
+MAX_ROOTS = 1 << 16
+"""Most square roots ``g L`` :func:`sandwich` eliminates (``K = 3^(gL)`` has ``1.6 g L`` bits)."""
+PRECISION = 256
+"""Bits of the balls in which :func:`warren_holds` decides."""
 
 
 @dataclass(frozen=True)
@@ -130,11 +133,20 @@ def eliminated(depth: int, groups: int = 1) -> tuple[int, int]:
 
 
 def warren_holds(m: int, P: int, K: int, D: int) -> bool:
-    """Whether ``2^m <= (4 e_hi D max(m K, P) / P)^P`` in exact integers (``e_hi`` =
-    :data:`E_UPPER`): false means ``m`` points cannot be shattered (proofs/vc_upper.md,
-    Theorem)."""
-    p, q = E_UPPER
-    return 2**m * (P * q) ** P <= (4 * p * D * max(m * K, P)) ** P
+    """False only when ``2^m > (4 e D max(m K, P) / P)^P`` is proved, in ball arithmetic
+    (``m ln 2`` against ``P ln(4 e D max(m K, P) / P)``, :data:`PRECISION` bits, more while
+    the balls overlap): then ``m`` points cannot be shattered (proofs/vc_upper.md, Theorem).
+    True otherwise, which can only raise the bound."""
+    prec = PRECISION
+    while True:
+        with precision(prec):
+            lhs = m * arb(2).log()
+            rhs = P * (arb(4 * D * max(m * K, P)).log() + 1 - arb(P).log())
+            if lhs > rhs:
+                return False
+            if lhs <= rhs or prec >= 16 * PRECISION:
+                return True
+        prec *= 2
 
 
 def warren_vc(depth: int, dim: int, groups: int = 1) -> int:
@@ -174,7 +186,7 @@ def _theorems(arch: str, groups: int, depth: int, dim: int) -> list[Bound]:
         out.append(
             Bound(
                 2 * g + 1,
-                "g groups shatter 2g + 1 points (Theorem 1)",
+                f"g groups shatter 2g + 1 points (Theorem {1 if L == 1 else 2})",
                 "proofs/ln_g_vc.md",
                 "theorem",
             )
@@ -215,6 +227,8 @@ def sandwich(arch: str, depth: int, dim: int, groups: int = 1) -> Sandwich:
         raise InputError("--groups is for --arch ln-g (ln3 is one group of 3)")
     if not 1 <= groups <= MAX_GROUPS:
         raise InputError(f"groups must be from 1 to {MAX_GROUPS}, got {groups}")
+    if groups * depth > MAX_ROOTS:
+        raise InputError(f"groups x depth must be at most {MAX_ROOTS}, got {groups * depth}")
     lowers = _theorems(arch, groups, depth, dim) + _certified(arch, groups, depth, dim)
     P = parameters(depth, dim, groups)
     uppers = [
