@@ -97,3 +97,11 @@ def test_every_shipped_certificate_is_what_the_table_says(cert):
     assert header.groups == (cert.groups if cert.arch == "ln-g" else None) and header.eps == 0
     summary, problems = verify_shatter(path, workers=1)
     assert not problems and summary.all_certified and summary.certified == 2**cert.points
+
+
+def test_the_module_doctests():
+    import doctest
+
+    import lncapacity.theory.vc as vc
+
+    assert doctest.testmod(vc).failed == 0
