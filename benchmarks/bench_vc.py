@@ -2,6 +2,7 @@
 
     python benchmarks/bench_vc.py                                   # the sandwich tables
     python benchmarks/bench_vc.py --rates 8 --markdown docs/tables/vc.md   # + measured rates
+    python benchmarks/bench_vc.py --regenerate DIR      # the shipped certificates, again
 
 Table 1: width-3 LN-Nets, ``L = 1..8``, ``d = 1, 2, 3``: the best lower bound (a theorem or a
 shipped certificate) and the best upper bound, each with its source.  Table 2: LN-G nets with
@@ -23,7 +24,7 @@ from markdown_table import Markdown, add_option
 
 from lncapacity.arith import epsilon
 from lncapacity.shatter import _shatter_chunk, random_points
-from lncapacity.theory.vc import sandwich
+from lncapacity.theory.vc import CERTIFIED, sandwich
 
 MD = Markdown(None)
 
@@ -91,12 +92,40 @@ def rates(pairs: int, cluster: list[int]) -> None:
         )
 
 
+def regenerate(folder: str, workers: int) -> None:
+    """Write every certificate of :data:`CERTIFIED` again into ``folder`` (same name): ln3 by
+    the circle search (6 restarts; line ``0..n-1``, plane ``random_points(n, 2, 0)``), LN-G by
+    the bumps; each re-verified.  ``cmp`` them with ``certificates/`` (after ``gunzip``)."""
+    from pathlib import Path
+
+    from lncapacity.shatter import shatter, verify_shatter
+
+    out("\n## The shipped certificates, regenerated\n")
+    out("| certificate | labelings | re-verified | s |")
+    out("|---|---|---|---|")
+    for c in CERTIFIED:
+        path = Path(folder) / Path(c.path).name
+        t = time.perf_counter()
+        if c.arch == "ln-g":
+            s = shatter(None, c.depth, out=path, workers=workers, groups=c.groups)
+        else:
+            X = [[k] for k in range(c.points)] if c.dim == 1 else random_points(c.points, 2, 0)
+            search = {"method": "circle", "restarts": 6}
+            s = shatter(X, c.depth, out=path, workers=workers, search=search)
+        seconds = time.perf_counter() - t
+        again, problems = verify_shatter(path, workers=workers)
+        ok = s.all_certified and not problems and again.certified == 2**c.points
+        out(f"| `{c.path}` | {s.certified}/{s.labelings} | {ok} | {seconds:.0f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--depths", type=int, nargs="*", default=list(range(1, 9)))
     ap.add_argument("--groups", type=int, nargs="*", default=[1, 2, 3, 4, 8, 16])
     ap.add_argument("--rates", type=int, default=0, metavar="N", help="pairs sampled per row")
     ap.add_argument("--cluster", type=int, nargs="*", default=[16, 64, 256])
+    ap.add_argument("--regenerate", metavar="DIR", help="write the shipped certificates again")
+    ap.add_argument("--workers", type=int, default=1)
     add_option(ap)
     args = ap.parse_args()
     MD.path = args.markdown
@@ -105,6 +134,8 @@ def main() -> None:
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
         rates(args.rates, args.cluster)
         out(f"\nLoad average when measured: {load:.1f} (2 shared cores): rates are pessimistic.")
+    if args.regenerate:
+        regenerate(args.regenerate, args.workers)
     MD.save()
 
 
