@@ -72,6 +72,9 @@ CHUNK = 64
 MAX_POINTS = 24
 MAX_GROUPS = 1 << 20
 """Most groups of 3 an LN-G shattering certificate's header may claim."""
+MAX_SHATTER_GROUPS = 64
+"""Most groups :func:`shatter` builds (``2g + 1 <= 24`` points need ``g <= 11``; a net of
+``g`` groups per layer has ``(3g)^2`` weights in each later layer)."""
 """Most points :func:`shatter` and :func:`verify_shatter` take: ``2^24`` labelings (the file has
 ``2^23 + 2`` lines).  A header claiming more is refused before anything is allocated."""
 
@@ -332,8 +335,10 @@ def shatter(
     if not _is_int(chunk) or chunk < 1:
         raise InputError(f"chunk must be a positive integer, got {shown(chunk)}")
     if groups is not None:
-        if not _is_int(groups) or groups < 1:
-            raise InputError(f"groups must be a positive integer, got {shown(groups)}")
+        if not _is_int(groups) or not 1 <= groups <= MAX_SHATTER_GROUPS:
+            raise InputError(
+                f"groups must be an integer from 1 to {MAX_SHATTER_GROUPS}, got {shown(groups)}"
+            )
         if not _is_int(depth) or depth < 1:
             raise InputError(f"LN-G shattering takes a depth >= 1, not {shown(depth)}")
         if search is not None:
