@@ -13,7 +13,8 @@ not grow with the number of labelings) and renamed into place at the end:
 
 * line 1, the header: ``{"format": "lnnet-shatter/1", "points": [[...]],
   "input_dim", "eps", "depth", "labelings", "classes": [0, 1]}``; numbers are
-  ``lnnet/1`` rational strings;
+  ``lnnet/1`` rational strings; LN-G certificates (:func:`bump_net`) add ``"groups": g``
+  and carry every net as an ``lnnet`` record with ``"folds": "bumps"``;
 * one line per pair of complementary labelings: ``{"labeling": k, "folds":
   ..., "net": <gadget record>, "margins": [...], "complement": {"labeling":
   k', "margins": [...]}}``.  Labeling ``k`` gives point ``i`` the label
@@ -30,6 +31,7 @@ bound, and checks that every labeling appears exactly once.
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import math
 import os
@@ -60,7 +62,7 @@ from .fileformat import (
     to_dict,
     to_gadget,
 )
-from .model import LNNet
+from .model import Affine, LNNet, Norm
 from .parallel import imap
 from .version import __version__
 
@@ -68,6 +70,11 @@ FORMAT = "lnnet-shatter/1"
 CLASSES = (0, 1)
 CHUNK = 64
 MAX_POINTS = 24
+MAX_GROUPS = 1 << 20
+"""Most groups of 3 an LN-G shattering certificate's header may claim."""
+MAX_SHATTER_GROUPS = 64
+"""Most groups :func:`shatter` builds (``2g + 1 <= 24`` points need ``g <= 11``; a net of
+``g`` groups per layer has ``(3g)^2`` weights in each later layer)."""
 """Most points :func:`shatter` and :func:`verify_shatter` take: ``2^24`` labelings (the file has
 ``2^23 + 2`` lines).  A header claiming more is refused before anything is allocated."""
 
@@ -165,20 +172,102 @@ def _margins(net: LNNet[fmpq], X: Sequence[tuple[fmpq, ...]], y: Sequence[int]) 
     return [p.margin if p.certified else -math.inf for p in cert.points]
 
 
+BUMP_THRESHOLD = fmpq(2)
+"""The readout's other row in an LN-G bump net: a bump reads at least ``3 sqrt(6) / 2 > 3.67``
+at its own point, the tails sum to at most ``3 sqrt(6) / 8 < 0.92`` (proofs/ln_g_vc.md)."""
+
+
+def bump_net(
+    X: Sequence[tuple[fmpq, ...]], y: Sequence[int], groups: int, eps: fmpq, depth: int = 1
+) -> LNNet[fmpq]:
+    """A depth-``depth`` LN-G net with exactly ``groups`` groups of 3 per layer labelling ``X``
+    by ``y`` (0/1), when one class has at most ``groups`` points (proofs/ln_g_vc.md, Theorems
+    1 and 2).
+
+    Project to ``t = read . x`` (distinct values); the minority class's points ``t_j`` get one
+    group each, fed ``S ((t - t_j) u + beta v)``, whose LayerNorm read along ``v = (1, 1, -2)``
+    is the bump ``3 sqrt(6) beta / sqrt((t - t_j)^2 + b^2)``; that class's row sums the bumps,
+    the other row is the constant :data:`BUMP_THRESHOLD`.  Unused groups are read by nothing.
+    Layers 2 to ``depth`` feed each group its own output times ``S'`` (``S'^2 >= 16 eps``): the
+    direction is kept and every scale stays within ``[sqrt(3)/2, 2/sqrt(3)]``.  Raises
+    :class:`InputError` when both classes have more than ``groups`` points.
+    """
+    from .construct.groups import GROUP, Steps, steps_layer
+
+    ones = [i for i, label in enumerate(y) if label == 1]
+    zeros = [i for i, label in enumerate(y) if label != 1]
+    bumped, cls = (ones, 1) if len(ones) <= len(zeros) else (zeros, 0)
+    if len(bumped) > groups:
+        raise InputError(f"both classes have more than {groups} points (one bump per point)")
+    d = len(X[0])
+    read = _separating(X)
+    t = [sum((r * v for r, v in zip(read, x, strict=True)), fmpq(0)) for x in X]
+    ts = sorted(t)
+    delta = min(b - a for a, b in itertools.pairwise(ts)) if len(ts) > 1 else fmpq(1)
+    beta = fmpq(1)
+    while 8 * groups * beta > delta:  # beta <= delta / (8 g), a power of two
+        beta /= 2
+    S = fmpq(1)
+    while S * delta < 1 or 2 * (S * beta) ** 2 < 3 * eps:  # b^2 <= 4 beta^2
+        S *= 2
+    centres = [t[i] for i in bumped] + [ts[-1] + 1 + j for j in range(groups - len(bumped))]
+    layer = steps_layer(Steps(read, fmpq(0), tuple(centres), (), delta), beta, S)
+    v = (fmpq(1), fmpq(1), fmpq(-2))
+    zero = (fmpq(0),) * GROUP
+    bump_row = tuple(x for j in range(groups) for x in (v if j < len(bumped) else zero))
+    flat = (fmpq(0),) * (GROUP * groups)
+    rows = {cls: (bump_row, fmpq(0)), 1 - cls: (flat, BUMP_THRESHOLD)}
+    readout = Affine(
+        tuple(rows[c][0] for c in CLASSES), tuple(rows[c][1] for c in CLASSES), {"kind": "bumps"}
+    )
+    meta = {"method": "bumps", "arch": "ln-g", "groups": groups, "bumps": len(bumped)}
+    pad = fmpq(1)
+    while pad**2 < 16 * eps:
+        pad *= 2
+    n = GROUP * groups
+    same = Affine(
+        tuple(tuple(pad if j == i else fmpq(0) for j in range(n)) for i in range(n)),
+        (fmpq(0),) * n,
+        {"kind": "pad"},
+    )
+    layers = (layer,) + (same,) * (depth - 1)
+    return LNNet(d, n, eps, layers, readout, CLASSES, meta, norms=(Norm(groups=groups),) * depth)
+
+
+def _separating(X: Sequence[tuple[fmpq, ...]]) -> tuple[fmpq, ...]:
+    """``(1, k, k^2, ...)`` for the least ``k >= 1`` giving distinct ``read . x``: at most
+    ``d - 1`` values of ``k`` per pair of points are roots of their difference's polynomial."""
+    k = 1
+    while True:
+        read = tuple(fmpq(k) ** i for i in range(len(X[0])))
+        t = {sum((r * v for r, v in zip(read, x, strict=True)), fmpq(0)) for x in X}
+        if len(t) == len(X):
+            return read
+        k += 1
+
+
 def _shatter_chunk(
-    args: tuple[list[tuple[fmpq, ...]], int, fmpq, list[int], dict | None],
+    args: tuple[list[tuple[fmpq, ...]], int, fmpq, list[int], dict | None, int | None],
 ) -> list[dict]:
     from .construct import build  # workers build; the verifier never imports this
 
-    X, depth, eps, ks, search = args
+    X, depth, eps, ks, search, groups = args
     m, mask = len(X), (1 << len(X)) - 1
     out = []
     for k in ks:
         y = labels_of(k, m)
         try:
-            net = build(_point_set(X, y), eps=eps, depth=depth, method="pma", classes=CLASSES)
-            record: dict[str, Any] = {"folds": net.meta["folds"], "net": to_gadget(net)}
+            record: dict[str, Any]
+            if groups is not None:
+                net = bump_net(X, y, groups, eps, depth)
+                record = {"folds": "bumps", "lnnet": to_dict(net)}
+            else:
+                net = build(_point_set(X, y), eps=eps, depth=depth, method="pma", classes=CLASSES)
+                record = {"folds": net.meta["folds"], "net": to_gadget(net)}
         except InputError as e:
+            if groups is not None:
+                out.append({"labeling": k, "error": str(e)})
+                continue
             net = None
             if search is not None:
                 from .search import find_net
@@ -214,6 +303,11 @@ def shatter(
     workers: int | None = None,
     progress: Progress | None = None,
     search: dict[str, int] | None = None,
+    groups: int | None = None,
+    scheduler: str | None = None,
+    resume: bool = False,
+    status: Callable[[ShatterSummary], None] | None = None,
+    chunk: int = CHUNK,
 ) -> ShatterSummary:
     """Build and certify a depth-``depth`` net for every labeling of ``X`` (``depth + 2`` points).
 
@@ -224,8 +318,38 @@ def shatter(
     :func:`lncapacity.search.find_net`, e.g. ``{}``) ``X`` may have more points:
     labelings the construction cannot do at this depth are searched for
     numerically and certified, and the ones not found are listed in
-    ``summary.failures`` instead of raising.
+    ``summary.failures`` instead of raising.  With ``groups`` (LN-G, ``depth >= 1``) every
+    net is :func:`bump_net` with exactly ``groups`` groups of 3 per layer, and ``X`` defaults
+    to ``0, 1, ..., 2 groups`` (``2 groups + 1`` points: proofs/ln_g_vc.md, Theorems 1, 2).
+
+    ``scheduler`` (``"local:N"`` or a Dask scheduler's address) runs the chunks (``chunk``
+    pairs of labelings each) on a Dask cluster (:mod:`lncapacity.cluster`) instead of the
+    process pool; the certificate is the same, byte for byte.  With ``resume`` the records
+    go to a journal ``out + ".part"`` kept when the run is interrupted; a new run with
+    ``resume`` re-certifies the journal's records (:func:`verify_shatter`'s checks), keeps
+    the longest correct prefix and continues after it.  ``status`` is called with the
+    summary so far after each chunk.
     """
+    if resume and out is None:
+        raise InputError("--resume needs an output file")
+    if not _is_int(chunk) or chunk < 1:
+        raise InputError(f"chunk must be a positive integer, got {shown(chunk)}")
+    if groups is not None:
+        if not _is_int(groups) or not 1 <= groups <= MAX_SHATTER_GROUPS:
+            raise InputError(
+                f"groups must be an integer from 1 to {MAX_SHATTER_GROUPS}, got {shown(groups)}"
+            )
+        if not _is_int(depth) or depth < 1:
+            raise InputError(f"LN-G shattering takes a depth >= 1, not {shown(depth)}")
+        if search is not None:
+            raise InputError("--search is for width-3 nets (ln3), not ln-g")
+        if X is None:
+            if 2 * groups + 1 > MAX_POINTS:
+                raise InputError(
+                    f"{groups} groups take {2 * groups + 1} points, beyond the limit of "
+                    f"{MAX_POINTS}"
+                )
+            X = [(fmpq(k),) for k in range(2 * groups + 1)]
     if not _is_int(depth) or depth < 0:
         raise InputError(f"depth must be a non-negative integer, got {shown(depth)}")
     if depth + 2 > MAX_POINTS:
@@ -241,7 +365,7 @@ def shatter(
     except (ValueError, TypeError) as e:
         raise InputError(f"the points must have finite coordinates: {e}") from None
     m = len(points)
-    if m != depth + 2 and (search is None or m < depth + 2):
+    if groups is None and m != depth + 2 and (search is None or m < depth + 2):
         want = f"at least {depth + 2}" if search is not None else str(depth + 2)
         raise InputError(f"shattering at depth {depth} takes {want} points, got {m}")
     if m > MAX_POINTS:
@@ -265,16 +389,26 @@ def shatter(
         "labelings": 1 << m,
         "classes": list(CLASSES),
     }
-    canonical = range(0, 1 << m, 2)  # point 0 labelled 0; the complement has it 1
+    if groups is not None:
+        header["groups"] = groups
+    imap = _imap(scheduler)
+    first = 0  # the first labeling to compute (after a journal's records)
+    journal = None if not resume or out is None else _journal_path(out)
+    pool = workers or os.cpu_count() or 1
+    if journal is not None:
+        first = _resume(journal, header, summary, pool, imap)
+    canonical = range(first, 1 << m, 2)  # point 0 labelled 0; the complement has it 1
     tasks = (
-        (points, depth, eps_q, list(canonical[i : i + CHUNK]), search)
-        for i in range(0, len(canonical), CHUNK)
+        (points, depth, eps_q, list(canonical[i : i + chunk]), search, groups)
+        for i in range(0, len(canonical), chunk)
     )
     start = time.perf_counter()
-    chunks = -(-len(canonical) // CHUNK)
-    pool = min(workers or os.cpu_count() or 1, chunks)
-    with _writer(out) as (write, discard), closing(imap(_shatter_chunk, tasks, pool)) as results:
-        write(header)
+    chunks = -(-len(canonical) // chunk)
+    pool = min(pool, max(chunks, 1))
+    writer = _writer(out, journal)
+    with writer as (write, discard), closing(imap(_shatter_chunk, tasks, pool)) as results:
+        if first == 0:
+            write(header)
         for records in results:
             for rec in records:
                 if "error" in rec:
@@ -292,11 +426,105 @@ def shatter(
                 write(rec)
             if progress:
                 progress(summary.certified + len(summary.failures), summary.labelings)
+            if status:
+                status(summary)
         summary.seconds = time.perf_counter() - start
         write({"summary": summary.to_dict()})
         if not summary.all_certified:
             discard()
     return summary
+
+
+def _imap(scheduler: str | None) -> Callable[..., Iterator[Any]]:
+    """``imap(fn, tasks, workers)``: the process pool, or the Dask cluster ``scheduler``."""
+    if scheduler is None:
+        return imap
+    from .cluster import cluster_imap, distributed_module
+
+    distributed_module()  # a missing dependency is one line before any work
+
+    def on_cluster(fn: Callable[[Any], Any], tasks: Iterator[Any], workers: int) -> Any:
+        return cluster_imap(fn, tasks, scheduler)
+
+    return on_cluster
+
+
+def _journal_path(out: str | os.PathLike[str]) -> Path:
+    target = output_target(out)
+    return target.with_name(target.name + ".part")
+
+
+def _resume(
+    journal: Path, header: dict, summary: ShatterSummary, workers: int, imap: Callable
+) -> int:
+    """Keep the longest prefix of ``journal``'s records that verifies (same header, records
+    in order, each re-certified as :func:`verify_shatter` does), tally them into ``summary``,
+    cut the journal after them, and return the next labeling to compute (0: start afresh)."""
+    if not journal.exists():
+        return 0
+    with open(journal, "rb") as f:
+        lines = f.read().split(b"\n")
+    try:
+        first = json.loads(lines[0])
+    except ValueError:
+        first = None
+    same = isinstance(first, dict) and {k: v for k, v in first.items() if k != "generator"} == {
+        k: v for k, v in header.items() if k != "generator"
+    }
+    if not same:
+        raise InputError(
+            f"{journal}: a journal of another run (other points, depth, eps or groups): "
+            "remove it or choose another --out"
+        )
+    hdr = _read_header(first, journal)
+    kept: list[dict] = []
+    sizes = []  # bytes of each kept record's line
+    for line in lines[1:]:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            break  # a line cut by the interruption, or the end
+        if _record_problem(rec, hdr) is not None or rec["labeling"] != 2 * len(kept):
+            break
+        kept.append(rec)
+        sizes.append(len(line) + 1)
+    good = 0
+    batches = ((hdr, kept[i : i + CHUNK]) for i in range(0, len(kept), CHUNK))
+    with closing(imap(_verify_chunk, batches, min(workers, max(1, -(-len(kept) // CHUNK))))) as rs:
+        for results in rs:
+            for j in range(0, len(results), 2):
+                if not (results[j][1] and results[j + 1][1]):
+                    break
+                good += 1
+            else:
+                continue
+            break
+    offset = len(lines[0]) + 1 + sum(sizes[:good]) if good else 0  # nothing kept: afresh
+    for rec in kept[:good]:
+        summary.folds[rec["folds"]] += 2
+        _tally(summary, rec["labeling"], rec["margins"])
+        _tally(summary, rec["complement"]["labeling"], rec["complement"]["margins"])
+    with open(journal, "r+b") as f:
+        f.truncate(offset)
+    return 2 * good
+
+
+def _publish_journal(journal: Path, path: Path) -> None:
+    """The finished journal becomes ``path`` (gzip-compressed into place for ``.gz``)."""
+    if path.suffix != ".gz":
+        publish(str(journal), path)
+        return
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb") as gz:
+            with open(journal, "rb") as src:
+                while block := src.read(1 << 20):
+                    gz.write(block)
+        publish(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    journal.unlink()
 
 
 def _tally(summary: ShatterSummary, k: int, margins: Sequence[float | None]) -> None:
@@ -308,10 +536,15 @@ def _tally(summary: ShatterSummary, k: int, margins: Sequence[float | None]) -> 
 
 
 class _writer:
-    """JSON Lines to a temporary file, renamed into place on success (gzip for ``.gz``)."""
+    """JSON Lines to a temporary file, renamed into place on success (gzip for ``.gz``).
 
-    def __init__(self, path: str | os.PathLike[str] | None) -> None:
+    With a ``journal`` the lines are appended (and flushed) to it instead, uncompressed; it is
+    kept when the run is interrupted, and on success becomes the file (compressed for
+    ``.gz``)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None, journal: Path | None = None) -> None:
         self.path = None if path is None else output_target(path)
+        self.journal = journal
         self.keep = True
 
     def __enter__(self) -> tuple[Callable[[Any], None], Callable[[], None]]:
@@ -320,6 +553,17 @@ class _writer:
 
         if self.path is None:
             return (lambda obj: None), discard
+        if self.journal is not None:
+            try:
+                self.f = self.raw = open(self.journal, "ab")
+            except OSError as e:
+                raise InputError(f"{self.journal}: cannot write: {e.strerror}") from None
+
+            def append(obj: Any) -> None:
+                self.f.write((json.dumps(obj, separators=(",", ":")) + "\n").encode())
+                self.f.flush()
+
+            return append, discard
         try:
             fd, self.tmp = tempfile.mkstemp(
                 dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp"
@@ -338,6 +582,12 @@ class _writer:
             return
         self.f.close()
         self.raw.close()
+        if self.journal is not None:
+            if kind is None and self.keep:
+                _publish_journal(self.journal, self.path)
+            elif kind is None:  # finished, not shattered: nothing to resume
+                self.journal.unlink(missing_ok=True)
+            return
         if kind is None and self.keep:
             publish(self.tmp, self.path)
         else:
@@ -390,6 +640,8 @@ class _Header:
     points: tuple[tuple[fmpq, ...], ...]
     depth: int
     eps: fmpq
+    groups: int | None = None
+    """LN-G: every net has this many groups of 3 in each layer (``None``: width 3)."""
 
     @property
     def m(self) -> int:
@@ -404,7 +656,7 @@ def _read_header(obj: Any, path: object) -> _Header:
 
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
         raise InputError(f"{path}: not an {FORMAT} certificate")
-    keys = set(obj) - {"generator"}
+    keys = set(obj) - {"generator", "groups"}
     if keys != _HEADER_KEYS:
         extra, missing = sorted(keys - _HEADER_KEYS), sorted(_HEADER_KEYS - keys)
         raise bad(f"missing {missing}" if missing else f"unknown fields {shown(extra)}")
@@ -440,7 +692,10 @@ def _read_header(obj: Any, path: object) -> _Header:
         raise bad("the points are not distinct")
     if eps < 0:
         raise bad("eps must be >= 0")
-    return _Header(X, depth, eps)
+    groups = obj.get("groups")
+    if groups is not None and (not _is_int(groups) or not 1 <= groups <= MAX_GROUPS):
+        raise bad(f"groups must be an integer from 1 to {MAX_GROUPS}, got {shown(groups)}")
+    return _Header(X, depth, eps, groups)
 
 
 def _is_int(v: object) -> bool:
@@ -474,7 +729,10 @@ def _record_problem(rec: Any, header: _Header) -> str | None:
         if not isinstance(margins, list) or len(margins) != m or not all(map(_is_margin, margins)):
             return f"labeling {k}: margins must be {m} finite numbers >= 0"
     folds = rec["folds"]
-    if "lnnet" in rec:
+    if header.groups is not None:
+        if "lnnet" not in rec or folds != "bumps":
+            return f'labeling {k}: an LN-G record has an lnnet and folds "bumps"'
+    elif "lnnet" in rec:
         if folds != "search":
             return f'labeling {k}: a searched net (lnnet) has folds "search"'
     elif not _is_int(folds) or not 0 <= folds <= header.depth:
@@ -487,11 +745,14 @@ def _decode(rec: dict, header: _Header) -> LNNet[fmpq]:
     d, depth = len(header.points[0]), header.depth
     if "lnnet" in rec:
         net = from_dict(rec["lnnet"], "lnnet")
-        if (net.width, net.depth, net.input_dim) != (3, depth, d):
+        g = header.groups or 1
+        if (net.width, net.depth, net.input_dim) != (3 * g, depth, d):
             raise InputError(
                 f"the net has width {net.width}, depth {net.depth}, {net.input_dim} inputs; "
-                f"the claim is width 3, depth {depth}, {d} inputs"
+                f"the claim is width {3 * g}, depth {depth}, {d} inputs"
             )
+        if net.groups != (g,) * depth:
+            raise InputError(f"the net's groups per layer are {list(net.groups)}, not {g}")
         if net.eps != header.eps or net.classes != CLASSES:
             raise InputError("the net's eps or classes differ from the header's")
         return net
@@ -554,6 +815,7 @@ def verify_shatter(
     *,
     workers: int | None = None,
     progress: Progress | None = None,
+    scheduler: str | None = None,
 ) -> tuple[ShatterSummary, list[str]]:
     """Re-check a shattering certificate; returns the summary and the problems found.
 
@@ -569,7 +831,7 @@ def verify_shatter(
     margin may exceed the certified bound.  The summary line must restate
     exactly what the records establish (counts, ``all_certified``, the smallest
     claimed margin, the histogram of folds, no failures).  The returned summary
-    is the re-derived one.
+    is the re-derived one.  ``scheduler``: the chunks on a Dask cluster, as in :func:`shatter`.
     """
     lines = _lines(path)
     try:
@@ -614,6 +876,7 @@ def verify_shatter(
     start = time.perf_counter()
     pairs = 1 << (m - 1)
     pool = workers or os.cpu_count() or 1
+    imap = _imap(scheduler)
     with closing(imap(_verify_chunk, batches(), min(pool, -(-pairs // CHUNK)))) as chunks:
         for results in chunks:
             for k, ok, margin, reason in results:

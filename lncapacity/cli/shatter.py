@@ -5,12 +5,55 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
+from typing import Any
 
 from .. import fileformat
 from ..data import load_points
 from ..errors import InputError
 from .common import EXIT_BAD, EXIT_OK, add_output_options, int_in, positive_int, run, seed_int
 from .report import margin_text
+
+STATUS_PERIOD = 30.0
+"""Seconds between the status lines of a run (labelings done, certified, left, rate)."""
+
+
+def add_scheduler_option(p: argparse.ArgumentParser) -> None:
+    """``--scheduler``: the chunks on a Dask cluster (``shatter`` and ``verify-shatter``)."""
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run the chunks on a Dask distributed cluster: a scheduler's address "
+        "(tcp://host:8786) or local:N for N local worker processes (needs lncapacity[dask]; "
+        "default: the process pool of --workers)",
+    )
+
+
+def status_lines(bar: Any, period: float = STATUS_PERIOD) -> Any:
+    """A ``status(summary)`` callback saying every ``period`` seconds how many labelings are
+    done, certified and left, and at what rate (those of this run: a resumed run's start
+    excluded)."""
+    start, last = time.monotonic(), [time.monotonic()]
+    first: list[int] = []
+
+    def status(summary: Any) -> None:
+        done = summary.certified + len(summary.failures)
+        if not first:
+            first.append(done)
+            return
+        now = time.monotonic()
+        if now - last[0] < period:
+            return
+        last[0] = now
+        rate = (done - first[0]) / max(now - start, 1e-9)
+        left = summary.labelings - done
+        eta = f", about {left / rate / 60:.0f} min left" if rate > 0 else ""
+        bar.note(
+            f"{done}/{summary.labelings} labelings done, {summary.certified} certified, "
+            f"{left} left; {rate:.2f} labelings/s{eta}"
+        )
+
+    return status
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -44,6 +87,21 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     s.add_argument("--seed", type=seed_int, default=0, help="seed of the --random points")
     s.add_argument("--restarts", type=positive_int, default=16, help="search restarts per labeling")
+    s.add_argument(
+        "--arch",
+        choices=("ln3", "ln-g"),
+        default="ln3",
+        help="ln3: width-3 LN-Nets (default); ln-g: LN-G nets with --groups groups of 3 per layer "
+        "(one bump per point of the smaller class; default points 0, 1, ..., 2g)",
+    )
+    s.add_argument("--groups", type=positive_int, metavar="G", help="groups of 3 (--arch ln-g)")
+    add_scheduler_option(s)
+    s.add_argument(
+        "--resume",
+        action="store_true",
+        help="journal the records in OUT.part (kept if interrupted); a run with --resume "
+        "re-certifies a journal's records and continues after the last correct one",
+    )
     add_output_options(s, workers=True)
     s.set_defaults(handler=cmd_shatter)
 
@@ -51,7 +109,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def cmd_shatter(args: argparse.Namespace) -> int:
     from ..shatter import labels_of, random_points, shatter
 
-    out = f"shatter-L{args.depth}.jsonl" if args.out is None else args.out
+    if args.arch == "ln-g" and args.groups is None:
+        raise InputError("--arch ln-g needs --groups")
+    if args.arch == "ln3" and args.groups is not None:
+        raise InputError("--groups is for --arch ln-g")
+    default = (
+        f"shatter-ln-g{args.groups}-L{args.depth}" if args.groups else f"shatter-L{args.depth}"
+    )
+    out = f"{default}.jsonl" if args.out is None else args.out
     fileformat.check_outputs({"--out": out}, [args.points] if args.points else [])
     X = None if args.points is None else load_points(args.points).X
     if args.random is not None or (args.search and X is None):
@@ -63,7 +128,17 @@ def cmd_shatter(args: argparse.Namespace) -> int:
         "shattering",
         args.quiet,
         lambda bar: shatter(
-            X, args.depth, args.eps, out=out, workers=args.workers, progress=bar, search=search
+            X,
+            args.depth,
+            args.eps,
+            out=out,
+            workers=args.workers,
+            progress=bar,
+            search=search,
+            groups=args.groups,
+            scheduler=args.scheduler,
+            resume=args.resume,
+            status=status_lines(bar),
         ),
     )
     written = summary.all_certified

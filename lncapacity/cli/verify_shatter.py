@@ -7,6 +7,7 @@ import json
 import sys
 
 from .common import EXIT_BAD, EXIT_OK, add_output_options, run
+from .shatter import add_scheduler_option
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -19,6 +20,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     vs.add_argument("certificate", metavar="CERT.jsonl")
     add_output_options(vs, workers=True)
+    add_scheduler_option(vs)
     vs.set_defaults(handler=cmd_verify_shatter)
 
 
@@ -28,7 +30,9 @@ def cmd_verify_shatter(args: argparse.Namespace) -> int:
     (summary, problems), _ = run(
         "verifying",
         args.quiet,
-        lambda bar: verify_shatter(args.certificate, workers=args.workers, progress=bar),
+        lambda bar: verify_shatter(
+            args.certificate, workers=args.workers, progress=bar, scheduler=args.scheduler
+        ),
     )
     ok = summary.all_certified and not problems
     # only what was re-derived: the folds (construction metadata, not certified) are left out

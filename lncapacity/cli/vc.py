@@ -1,0 +1,74 @@
+"""``lncapacity vc``: the VC dimension's sandwich, every bound with its source."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .. import fileformat
+from .common import EXIT_BAD, EXIT_OK, int_in, positive_int
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    v = sub.add_parser(
+        "vc",
+        help="lower and upper bounds on the VC dimension, with their sources",
+        description="The VC dimension of depth-L nets on R^d (eps = 0): the best proved or "
+        "certified lower bound (a theorem in proofs/, or a shattering certificate shipped in "
+        "certificates/) and the best upper bound (the line bound 2^(L+1) - 1 for d = 1; Warren's "
+        "counting bound evaluated exactly, proofs/vc_upper.md), and the gap.",
+    )
+    v.add_argument("--depth", type=int_in(1, 4096), required=True, metavar="L")
+    v.add_argument(
+        "--dim", type=int_in(1, fileformat.MAX_INPUT_DIM), default=1, help="input dimension (1)"
+    )
+    v.add_argument(
+        "--arch",
+        choices=("ln3", "ln-g"),
+        default="ln3",
+        help="ln3: width-3 LN-Net (default); ln-g: groups of 3 per layer",
+    )
+    v.add_argument("--groups", type=positive_int, help="groups of 3 per layer (--arch ln-g)")
+    v.add_argument(
+        "--verify",
+        action="store_true",
+        help="re-check a certificate lower bound with verify-shatter (exit 2 if it fails)",
+    )
+    v.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
+    v.set_defaults(handler=cmd_vc)
+
+
+def cmd_vc(args: argparse.Namespace) -> int:
+    from ..errors import InputError
+    from ..theory.vc import repo_root, sandwich
+
+    if args.arch == "ln3" and args.groups not in (None, 1):
+        raise InputError("--groups is for --arch ln-g (ln3 is one group of 3 per layer)")
+    if args.arch == "ln-g" and args.groups is None:
+        raise InputError("--arch ln-g needs --groups")
+    s = sandwich(args.arch, args.depth, args.dim, args.groups or 1)
+    report = s.to_dict()
+    if args.verify and s.lower.kind == "certificate":
+        from ..shatter import verify_shatter
+
+        summary, problems = verify_shatter(repo_root() / s.lower.source)
+        ok = summary.all_certified and not problems and summary.points == s.lower.value
+        report["lower"]["verified"] = ok
+        if not ok:
+            print(
+                f"lncapacity: error: {s.lower.source}: {'; '.join(problems[:3])}", file=sys.stderr
+            )
+            return EXIT_BAD
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return EXIT_OK
+    arch = "width-3 LN-Net" if args.arch == "ln3" else f"LN-G, {s.groups} groups of 3 per layer"
+    print(f"VC dimension, {arch}, depth {s.depth}, inputs in R^{s.dim} (eps = 0):")
+    print(f"  {s.lower.value} <= VC <= {s.upper.value}   (gap {s.gap})")
+    print(f"  lower {s.lower.value}: {s.lower.name} [{s.lower.source}]")
+    print(f"  upper {s.upper.value}: {s.upper.name} [{s.upper.source}]")
+    others = [b for b in s.uppers if b is not s.upper]
+    for b in others:
+        print(f"  (also upper {b.value}: {b.name} [{b.source}])")
+    return EXIT_OK

@@ -1,0 +1,252 @@
+"""The VC sandwich of LN-Nets: proved lower bounds, certified rows, and two upper bounds.
+
+For the width-3 LN-Net of depth ``L`` (``arch="ln3"``) and the LN-G net with ``g`` groups of 3
+per layer (``arch="ln-g"``) on inputs in ``R^d``, :func:`sandwich` returns the best lower bound
+with its source and the best upper bound with its source:
+
+* lower bounds are theorems (a name and its file in ``proofs/``) or shattering certificates
+  shipped in ``certificates/`` (:data:`CERTIFIED`: the command line re-checks them with
+  ``verify-shatter`` on request);
+* the upper bounds are the line bound ``2^(L+1) - 1`` (``d = 1``, ``eps = 0``,
+  proofs/circle_maps.md, section 3) and Warren's counting bound (proofs/vc_upper.md), evaluated
+  exactly by :func:`warren_vc` for that depth, dimension and parameter count.
+
+>>> warren_vc(1, 1)  # depth 1 on a line: the counting bound alone
+72
+>>> sandwich("ln3", 2, 1).upper.value  # the line bound is smaller there
+7
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from flint import arb
+
+from ..arith import precision
+from ..errors import InputError
+
+ARCHS = ("ln3", "ln-g")
+MAX_DEPTH = 4096
+"""Deepest net :func:`sandwich` takes."""
+MAX_GROUPS = 4096
+MAX_ROOTS = 1 << 16
+"""Most square roots ``g L`` :func:`sandwich` eliminates (``K = 3^(gL)`` has ``1.6 g L`` bits)."""
+PRECISION = 256
+"""Bits of the balls in which :func:`warren_holds` decides."""
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A bound on the VC dimension and where it comes from: ``source`` is a path relative to
+    the repository's root (a proof or a certificate) and ``name`` says which claim of it."""
+
+    value: int
+    name: str
+    source: str
+    kind: str  # "theorem" or "certificate"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "source": self.source, "name": self.name, "kind": self.kind}
+
+
+@dataclass(frozen=True)
+class Sandwich:
+    arch: str
+    groups: int
+    depth: int
+    dim: int
+    lower: Bound
+    upper: Bound
+    uppers: tuple[Bound, ...]
+    lowers: tuple[Bound, ...]
+
+    @property
+    def gap(self) -> int:
+        return self.upper.value - self.lower.value
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "depth": self.depth,
+            "dim": self.dim,
+            "arch": self.arch,
+            "groups": self.groups,
+            "lower": self.lower.to_dict(),
+            "upper": self.upper.to_dict(),
+            "gap": self.gap,
+            "all_lower": [b.to_dict() for b in self.lowers],
+            "all_upper": [b.to_dict() for b in self.uppers],
+        }
+
+
+@dataclass(frozen=True)
+class Certified:
+    """A shattering certificate in the repository: ``points`` points in ``R^dim`` shattered by
+    ``arch`` nets (``groups`` groups of 3) of depth ``depth``, ``eps = 0``."""
+
+    arch: str
+    groups: int
+    depth: int
+    dim: int
+    points: int
+    path: str
+
+
+CERTIFIED: tuple[Certified, ...] = (
+    Certified("ln3", 1, 1, 2, 6, "certificates/shatter-plane-L1-n6.jsonl.gz"),
+    Certified("ln3", 1, 3, 1, 9, "certificates/shatter-line-L3-n9.jsonl.gz"),
+    Certified("ln3", 1, 4, 1, 11, "certificates/shatter-line-L4-n11.jsonl.gz"),
+    Certified("ln-g", 2, 1, 1, 5, "certificates/shatter-ln-g2-L1-n5.jsonl.gz"),
+    Certified("ln-g", 3, 1, 1, 7, "certificates/shatter-ln-g3-L1-n7.jsonl.gz"),
+    Certified("ln-g", 4, 1, 1, 9, "certificates/shatter-ln-g4-L1-n9.jsonl.gz"),
+)
+"""The certificates shipped (each accepted by ``lncapacity verify-shatter``; a certificate in
+``R^dim`` also bounds every larger dimension: a net may ignore coordinates)."""
+
+
+def repo_root() -> Path:
+    """The repository's root (where ``proofs/`` and ``certificates/`` are)."""
+    return Path(__file__).resolve().parents[2]
+
+
+def parameters(depth: int, dim: int, groups: int = 1) -> int:
+    """``P``, the real parameters a depth-``depth`` net with ``groups`` groups of 3 per layer
+    acts through (proofs/vc_upper.md, Lemma 1): ``g (2d + 2)`` in the first layer,
+    ``g (4g + 2)`` in each later one, ``2g + 1`` in the readout.  ``g = 1``: ``2d + 6L - 1``."""
+    g = groups
+    return g * (2 * dim + 2) + (depth - 1) * g * (4 * g + 2) + 2 * g + 1
+
+
+def eliminated(depth: int, groups: int = 1) -> tuple[int, int]:
+    """``(K, D)``: per input point, at most ``K = 3^(gL)`` polynomials in the parameters, of
+    degree at most ``D = (1 + g w_L) 2^(gL)`` with ``w_1 = 1``, ``w_(l+1) = 1 + g w_l``, decide
+    the label once the ``g L`` square roots are eliminated (proofs/vc_upper.md, Lemma 2).
+    ``g = 1``: ``K = 3^L``, ``D = (L + 1) 2^L``."""
+    w = 1
+    for _ in range(depth - 1):
+        w = 1 + groups * w
+    n = groups * depth
+    return 3**n, (1 + groups * w) * 2**n
+
+
+def warren_holds(m: int, P: int, K: int, D: int) -> bool:
+    """False only when ``2^m > (4 e D max(m K, P) / P)^P`` is proved, in ball arithmetic
+    (``m ln 2`` against ``P ln(4 e D max(m K, P) / P)``, :data:`PRECISION` bits, more while
+    the balls overlap): then ``m`` points cannot be shattered (proofs/vc_upper.md, Theorem).
+    True otherwise, which can only raise the bound."""
+    prec = PRECISION
+    while True:
+        with precision(prec):
+            lhs = m * arb(2).log()
+            rhs = P * (arb(4 * D * max(m * K, P)).log() + 1 - arb(P).log())
+            if lhs > rhs:
+                return False
+            if lhs <= rhs or prec >= 16 * PRECISION:
+                return True
+        prec *= 2
+
+
+def warren_vc(depth: int, dim: int, groups: int = 1) -> int:
+    """The largest ``m`` with :func:`warren_holds`: an upper bound of the VC dimension (any
+    ``eps >= 0``).  The set of such ``m`` is ``{1, ..., m_1}`` (proofs/vc_upper.md, section
+    3), so a binary search finds ``m_1`` exactly."""
+    P = parameters(depth, dim, groups)
+    K, D = eliminated(depth, groups)
+    lo, hi = 1, 2
+    while warren_holds(hi, P, K, D):
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:  # warren_holds(lo), not warren_holds(hi)
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if warren_holds(mid, P, K, D) else (lo, mid)
+    return lo
+
+
+def line_bound(depth: int) -> int:
+    """``2^(L+1) - 1``: on a line a width-3 depth-``L`` net (``eps = 0``) shatters no more
+    (proofs/circle_maps.md, section 3, Corollary)."""
+    return 2 ** (depth + 1) - 1
+
+
+def _theorems(arch: str, groups: int, depth: int, dim: int) -> list[Bound]:
+    L, g = depth, groups
+    out = []
+    if arch == "ln3" or g == 1:
+        out.append(Bound(L + 2, "VC >= L + 2 (seed 000)", "proofs/vc_theorem.md", "theorem"))
+    out.append(
+        Bound(2 * L + 1, "any 2L + 1 points (Theorem 1)", "proofs/double_fold.md", "theorem")
+    )
+    if dim >= 2:
+        out.append(
+            Bound(2 * L + 3, "2L + 3 on a circle (Theorem 2)", "proofs/double_fold.md", "theorem")
+        )
+    if arch == "ln-g":
+        out.append(
+            Bound(
+                2 * g + 1,
+                f"g groups shatter 2g + 1 points (Theorem {1 if L == 1 else 2})",
+                "proofs/ln_g_vc.md",
+                "theorem",
+            )
+        )
+        out = [
+            b
+            if b.source == "proofs/ln_g_vc.md"
+            else Bound(b.value, f"{b.name}, in one group (ln_g_vc.md, Lemma 3)", b.source, b.kind)
+            for b in out
+        ]
+    return out
+
+
+def _certified(arch: str, groups: int, depth: int, dim: int) -> list[Bound]:
+    root = repo_root()
+    return [
+        Bound(c.points, f"{c.points} points in R^{c.dim} certified", c.path, "certificate")
+        for c in CERTIFIED
+        if c.arch == arch
+        and c.groups == groups
+        and c.depth == depth
+        and c.dim <= dim
+        and (root / c.path).is_file()
+    ]
+
+
+def sandwich(arch: str, depth: int, dim: int, groups: int = 1) -> Sandwich:
+    """The VC sandwich of ``arch`` nets of depth ``depth`` on ``R^dim`` (``groups`` groups of 3
+    per layer for ``"ln-g"``; ``"ln3"`` is ``groups = 1``): the best lower bound (theorems and
+    shipped certificates) and the best upper bound (Warren's, and on a line the line bound)."""
+    if arch not in ARCHS:
+        raise InputError(f"unknown architecture {arch!r} (choose {' or '.join(ARCHS)})")
+    if not 1 <= depth <= MAX_DEPTH:
+        raise InputError(f"depth must be from 1 to {MAX_DEPTH}, got {depth}")
+    if dim < 1:
+        raise InputError(f"the dimension must be positive, got {dim}")
+    if arch == "ln3" and groups != 1:
+        raise InputError("--groups is for --arch ln-g (ln3 is one group of 3)")
+    if not 1 <= groups <= MAX_GROUPS:
+        raise InputError(f"groups must be from 1 to {MAX_GROUPS}, got {groups}")
+    if groups * depth > MAX_ROOTS:
+        raise InputError(f"groups x depth must be at most {MAX_ROOTS}, got {groups * depth}")
+    lowers = _theorems(arch, groups, depth, dim) + _certified(arch, groups, depth, dim)
+    P = parameters(depth, dim, groups)
+    uppers = [
+        Bound(
+            warren_vc(depth, dim, groups),
+            f"Warren's count: P = {P} parameters, K = 3^{groups * depth} polynomials per point",
+            "proofs/vc_upper.md",
+            "theorem",
+        )
+    ]
+    if dim == 1 and groups == 1:
+        uppers.append(
+            Bound(
+                line_bound(depth),
+                "line bound 2^(L+1) - 1 (eps = 0)",
+                "proofs/circle_maps.md",
+                "theorem",
+            )
+        )
+    lower = max(lowers, key=lambda b: (b.value, b.kind == "theorem"))
+    upper = min(uppers, key=lambda b: b.value)
+    return Sandwich(arch, groups, depth, dim, lower, upper, tuple(uppers), tuple(lowers))

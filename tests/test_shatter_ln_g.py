@@ -1,0 +1,75 @@
+"""``shatter --arch ln-g --groups g``: LN-G shattering certificates, and forged ones refused."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lncapacity.cli import main
+from lncapacity.shatter import shatter, verify_shatter
+
+
+@pytest.fixture(scope="module")
+def cert_lines(tmp_path_factory) -> list[dict]:
+    path = tmp_path_factory.mktemp("lng") / "s.jsonl"
+    assert shatter(None, 1, out=path, workers=1, groups=2).all_certified
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _write(tmp_path, lines: list[dict]) -> str:
+    path = tmp_path / "forged.jsonl"
+    path.write_text("".join(json.dumps(x, separators=(",", ":")) + "\n" for x in lines))
+    return str(path)
+
+
+def test_the_command_line_writes_and_verifies(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["shatter", "--depth", "1", "--arch", "ln-g", "--groups", "2", "--quiet"]) == 0
+    assert "5 points at depth 1, 32/32" in capsys.readouterr().out
+    assert main(["verify-shatter", "shatter-ln-g2-L1.jsonl", "--quiet", "--workers", "1"]) == 0
+    bad_runs = [
+        ["--depth", "1", "--groups", "2"],  # groups are for ln-g
+        ["--depth", "1", "--arch", "ln-g"],  # ln-g needs groups
+        ["--depth", "0", "--arch", "ln-g", "--groups", "2"],  # depth >= 1
+        ["--depth", "1", "--arch", "ln-g", "--groups", "12"],  # 25 points
+        ["--depth", "1", "--arch", "ln-g", "--groups", "2", "--search"],
+    ]
+    for bad in bad_runs:
+        assert main(["shatter", *bad, "--quiet", "--out", "x.jsonl"]) == 2
+        assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shatter-ln-g2-L1.jsonl"]
+
+
+def _forged(cert_lines, how: str) -> list[dict]:
+    lines = json.loads(json.dumps(cert_lines))
+    if how == "no-groups":  # an LN-G net claimed as a width-3 one
+        del lines[0]["groups"]
+    elif how == "fewer-groups":
+        lines[0]["groups"] = 1
+    elif how == "more-groups":
+        lines[0]["groups"] = 3
+    elif how == "layer-ungrouped":  # the net's layer normalised as one LayerNorm of 6
+        rec = lines[3]["lnnet"]
+        rec["layers"][0]["groups"] = 1
+    elif how == "bump-moved":  # a bump off its point: that labeling is no longer right
+        rec = next(r for r in lines[1:-1] if r["lnnet"]["meta"]["bumps"] == 2)
+        b = rec["lnnet"]["layers"][0]["b"]
+        b[0], b[1] = b[3], b[4]
+    elif how == "margin-raised":
+        lines[2]["margins"][0] = 100.0
+    return lines
+
+
+@pytest.mark.parametrize(
+    "how",
+    ["no-groups", "fewer-groups", "more-groups", "layer-ungrouped", "bump-moved", "margin-raised"],
+)
+def test_forged_ln_g_certificates_are_refused(cert_lines, tmp_path, how):
+    path = _write(tmp_path, _forged(cert_lines, how))
+    try:
+        summary, problems = verify_shatter(path, workers=1)
+    except Exception as e:  # a header refused outright is a refusal too
+        assert type(e).__name__ == "InputError"
+        return
+    assert problems and not (summary.all_certified and not problems)

@@ -1,0 +1,107 @@
+"""``lncapacity vc``: the sandwich, every bound naming a source that exists and is checked."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lncapacity.cli import main
+from lncapacity.shatter import _lines, _read_header, verify_shatter
+from lncapacity.theory.vc import CERTIFIED, line_bound, repo_root, sandwich, warren_vc
+
+ROOT = repo_root()
+
+
+def _vc(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["vc", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--depth", "1"),
+        ("--depth", "3", "--dim", "2"),
+        ("--depth", "8", "--dim", "3"),
+        ("--depth", "2", "--arch", "ln-g", "--groups", "4"),
+    ],
+)
+def test_the_json_names_a_source_for_each_bound(capsys, args):
+    code, out, _ = _vc(capsys, *args, "--json")
+    r = json.loads(out)
+    assert code == 0 and {"depth", "dim", "arch", "lower", "upper"} <= set(r)
+    for side in ("lower", "upper"):
+        assert isinstance(r[side]["value"], int) and (ROOT / r[side]["source"]).is_file()
+    assert r["lower"]["value"] <= r["upper"]["value"] and r["gap"] == (
+        r["upper"]["value"] - r["lower"]["value"]
+    )
+
+
+def test_the_line_at_depth_two_and_beyond():
+    s = sandwich("ln3", 2, 1)  # 5 proved (double fold), 7 the line bound
+    assert (s.lower.value, s.lower.source) == (5, "proofs/double_fold.md")
+    assert (s.upper.value, s.upper.source) == (7, "proofs/circle_maps.md")
+    s = sandwich("ln3", 11, 1)  # the counting bound wins from L = 11 on
+    assert s.upper.value == warren_vc(11, 1) < line_bound(11)
+    s = sandwich("ln-g", 1, 1, 5)
+    assert (s.lower.value, s.lower.source) == (11, "proofs/ln_g_vc.md")
+
+
+def test_a_certificate_lower_bound_is_verified_on_request(capsys):
+    code, out, _ = _vc(capsys, "--depth", "1", "--dim", "2", "--verify", "--json")
+    r = json.loads(out)
+    assert code == 0 and r["lower"]["kind"] == "certificate" and r["lower"]["verified"]
+    assert r["lower"]["value"] == 6
+
+
+def test_the_text_names_the_sources(capsys):
+    code, out, _ = _vc(capsys, "--depth", "2")
+    assert code == 0 and "5 <= VC <= 7" in out
+    assert "proofs/double_fold.md" in out and "proofs/circle_maps.md" in out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--depth", "1", "--arch", "ln-g"), ("--depth", "1", "--groups", "2"), ("--depth", "0")],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, args):
+    with pytest.raises(SystemExit) if "0" in args else _nothing():
+        code, _, err = _vc(capsys, *args)
+        assert code == 2 and len(err.strip().splitlines()) == 1
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *_: object) -> bool:
+        return False
+
+
+SMALL = [c for c in CERTIFIED if c.points <= 9]
+
+
+@pytest.mark.parametrize(
+    "cert",
+    [
+        pytest.param(c, marks=() if c in SMALL else pytest.mark.slow, id=c.path.split("/")[-1])
+        for c in CERTIFIED
+    ],
+)
+def test_every_shipped_certificate_is_what_the_table_says(cert):
+    path = ROOT / cert.path
+    header = _read_header(next(_lines(path))[1], path)
+    assert (header.m, header.depth, len(header.points[0])) == (cert.points, cert.depth, cert.dim)
+    assert header.groups == (cert.groups if cert.arch == "ln-g" else None) and header.eps == 0
+    summary, problems = verify_shatter(path, workers=1)
+    assert not problems and summary.all_certified and summary.certified == 2**cert.points
+
+
+def test_the_module_doctests():
+    import doctest
+
+    import lncapacity.theory.vc as vc
+
+    assert doctest.testmod(vc).failed == 0
