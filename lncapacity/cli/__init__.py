@@ -31,6 +31,7 @@ from . import (
     report,
     shatter,
     trace,
+    train,
     verify,
     verify_shatter,
 )
@@ -50,6 +51,7 @@ from .import_ import cmd_import as cmd_import
 from .plot import cmd_plot as cmd_plot
 from .shatter import cmd_shatter as cmd_shatter
 from .trace import cmd_trace as cmd_trace
+from .train import cmd_train as cmd_train
 from .verify import cmd_verify as cmd_verify
 from .verify_shatter import cmd_verify_shatter as cmd_verify_shatter
 
@@ -58,7 +60,8 @@ __all__ = ["build_parser", "main"]
 _margin_text = report.margin_text  # by its name before the commands had modules
 
 COMMAND_MODULES = (
-    certify, verify, shatter, import_, export, verify_shatter, plot, explain, trace, hessian
+    certify, train, verify, shatter, import_, export, verify_shatter, plot, explain, trace,
+    hessian,
 )  # fmt: skip
 """The commands' modules, in the order ``lncapacity --help`` lists them."""
 
