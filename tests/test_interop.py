@@ -232,9 +232,7 @@ def test_state_dicts_and_saved_modules(tmp_path):
     assert from_state_dict(model.state_dict(), eps=1e-3) == net
     torch.save(model, tmp_path / "m.pt")
     torch.save(model.state_dict(), tmp_path / "sd.pt")
-    assert load_torch(tmp_path / "m.pt") == from_torch(ref, classes=net.classes)
-    if kind == "ln-g":  # float32 weights: the very net
-        assert load_torch(tmp_path / "m.pt") == net
+    assert load_torch(tmp_path / "m.pt") == net
     assert load_torch(tmp_path / "sd.pt", eps=1e-3) == net
     # a LayerNorm without weights leaves a gap: the kinds must be given
     plain = MODELS["plain"]
