@@ -98,3 +98,55 @@ def test_require_float_failing_writes_nothing(
     assert "--require-float: float32 misclassifies" in captured.err
     assert "nothing written" in captured.err
     assert not out.exists() and not cert.exists()
+
+
+def test_progress_names_the_phase(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The construction names its phases (build's ``phase``); the bar's lines carry the name,
+    and a phase change off a terminal is a line of its own once the run has lasted FIRST."""
+    import io
+    import sys
+
+    from lncapacity import build
+    from lncapacity.cli import Bar
+
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    bar = Bar("folding", True, tty=False)
+    bar.FIRST = 0.0
+    net = build([[0, 0], [0, 1], [1, 0], [1, 1]], [0, 1, 1, 0], method="runs", progress=bar)
+    assert net.meta["method"] == "runs"
+    assert bar.label == "folding: runs"
+    assert err.getvalue().splitlines()[0].startswith("lncapacity: folding: runs (")
+    bar.phase("pma fallback")
+    assert err.getvalue().splitlines()[-1].startswith("lncapacity: folding: pma fallback (")
+    bar.PERIOD = 0.0
+    bar(1, 3)
+    assert err.getvalue().splitlines()[-1].startswith("lncapacity: folding: pma fallback 1/3 (")
+
+
+def test_the_whole_fallback_chain_is_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """``--method circle`` ending in pma: meta and --json hold every link, circle → runs →
+    pma, each with its reason (labels 2^-60 apart: below float64, so runs gives way too)."""
+    from flint import fmpq
+
+    from lncapacity import build
+
+    X = [[0], [1], [1 + fmpq(1, 2**60)], [1 + fmpq(1, 2**59)], [3]]
+    y = [0, 1, 0, 1, 0]
+    net = build(X, y, method="circle")
+    chain = net.meta["fallback_chain"]
+    assert [(c["from"], c["to"]) for c in chain] == [("circle", "runs"), ("runs", "pma")]
+    assert "no circle net" in chain[0]["why"] and "float resolution" in chain[1]["why"]
+    assert net.meta["method"] == "pma" and certify(net, X, y).all_certified
+    data = tmp_path / "fine.csv"
+    data.write_text("x,label\n" + "".join(f"{x[0]},{c}\n" for x, c in zip(X, y, strict=True)))
+    out = tmp_path / "net.json"
+    args = ["certify", str(data), "--method", "circle", "--quiet", "--float", "float64"]
+    assert main([*args, "--json", "--out", str(out)]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["fallback_chain"] == chain and s["method"] == "pma"
+    assert fileformat.load(out).meta["fallback_chain"] == chain
+    assert main(args) == 0
+    assert "(circle → runs → pma: circle: " in capsys.readouterr().out

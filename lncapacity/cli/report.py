@@ -164,6 +164,8 @@ def _summary(
         "classes": list(net.classes),
         "method": net.meta.get("method"),
         "fallback": net.meta.get("fallback"),  # why runs gave way to pma, if it did
+        # every link, in order: [{"from": "circle", "to": "runs", "why": ...}, ...]
+        "fallback_chain": net.meta.get("fallback_chain"),
         "eps": str(net.eps),
         "depth": net.depth,
         "folds": net.meta.get("folds"),
@@ -291,7 +293,7 @@ def _text(s: dict[str, Any]) -> str:
             else ""
         )
         + (f", method {s['method']}" if s["method"] else "")
-        + (f" ({gave_way(s['method'], s['fallback'])})" if s.get("fallback") else "")
+        + (f" ({_fallback_text(s)})" if s.get("fallback") else "")
         + f", eps {_eps_text(s['eps'])}",
         f"certified: {s['certified']}/{s['points']} points"
         + (
@@ -337,6 +339,16 @@ def _text(s: dict[str, Any]) -> str:
         if s[key]:
             lines.append(f"wrote {s[key]}")
     return "\n".join(lines)
+
+
+def _fallback_text(s: dict[str, Any]) -> str:
+    """The fallback in words: a chain of more than one link as ``circle → runs → pma:``
+    and each link's reason; one link as :func:`gave_way` says it."""
+    chain = s.get("fallback_chain") or []
+    if len(chain) < 2:
+        return gave_way(s["method"], s["fallback"])
+    path = " → ".join([chain[0]["from"], *(c["to"] for c in chain)])
+    return f"{path}: " + "; ".join(f"{c['from']}: {c['why']}" for c in chain)
 
 
 def gave_way(method: str | None, why: str, named: bool = False) -> str:

@@ -133,6 +133,7 @@ def build(
         return build_exact(points, eps_q, cls, depth, seed, progress, meta)
     present = sorted(set(points.y), key=cls.index)
     yk = [present.index(label) for label in points.y]
+    phase(progress, {"circle": "circle search"}.get(method, method))
     if method == "circle":  # whole circle maps per layer: its own entry point (circle.py)
         got = build_circle(points, yk, present, cls, eps_q, depth, seed, progress, meta)
         why = None  # None: build_circle noted in meta why runs is used
@@ -153,9 +154,15 @@ def build(
             for key in (*CIRCLE_META, "folds", "depth"):
                 meta.pop(key, None)
             meta.update(method="runs", fallback=f"circle: {why}; runs used")
+            gave_way(meta, "circle", "runs", why)
             if note := getattr(progress, "note", None):
                 note(f"circle gave way to runs: {why}")
+        elif "fallback_chain" not in meta and str(meta.get("fallback", "")).startswith("circle"):
+            # build_circle noted why runs is used: the first link of the chain
+            why_circle = str(meta["fallback"]).removeprefix("circle: ").removesuffix("; runs used")
+            gave_way(meta, "circle", "runs", why_circle)
         method = "runs"
+        phase(progress, "runs")
     if method == "peel" and len(present) == 2:
         method = meta["method"] = "runs"  # one class against the other: the runs method
     net = _folded(points, None, yk, present, cls, eps_q, depth, seed, method, progress, meta)
@@ -165,10 +172,30 @@ def build(
             meta.pop(key, None)
         before = meta.get("fallback")
         meta.update(method="pma", fallback=f"{before}; peel: {why}" if before else f"peel: {why}")
+        gave_way(meta, "peel", "pma", why)
         if note := getattr(progress, "note", None):
             note(f"peel gave way to pma: {why}")
+        phase(progress, "pma fallback")
         net = _folded(points, None, yk, present, cls, eps_q, depth, seed, "pma", progress, meta)
     return net
+
+
+def gave_way(meta: dict[str, Any], method: str, to: str, why: str) -> None:
+    """Record in ``meta["fallback_chain"]`` that ``method`` gave way to ``to`` and why: the
+    whole chain (circle, runs, peel, pma), where ``meta["fallback"]`` says it in words."""
+    meta.setdefault("fallback_chain", []).append({"from": method, "to": to, "why": why})
+
+
+def _joined(before: str | None, why: str) -> str:
+    """``why`` after an earlier fallback's note (circle's, when runs then gives way too)."""
+    return f"{before}; {why}" if before and why not in before else why
+
+
+def phase(progress: Progress | None, name: str) -> None:
+    """Tell ``progress`` which phase of the construction runs now (its ``phase`` method,
+    when it has one: the command line's progress names it)."""
+    if (named := getattr(progress, "phase", None)) is not None:
+        named(name)
 
 
 def ln_g_options(method: str, depth: int | None, exact: bool) -> None:
@@ -310,18 +337,28 @@ def _folded(
             if k > 2 and method == "runs" and points.m <= PEEL_MAX_POINTS:
                 if note:
                     note(f"method runs gave way to peel: {e}")
+                gave_way(meta, "runs", "peel", why)
+                phase(progress, "peel")
                 got, why_peel = peeled()
                 if got is not None:
-                    meta["fallback"] = why
+                    meta["fallback"] = _joined(meta.get("fallback"), why)
                 else:
+                    gave_way(meta, "peel", "pma", f"peel: {why_peel}")
                     why = f"{why}; peel: {why_peel}"
+            elif method in ("runs", "pma"):
+                gave_way(meta, method, "pma", why)
+        else:
+            why = ""
     if got is None:
         # the data is finer than float64 can see: the paper's construction, which needs no
         # float search, still gives a certified net (not a float-faithful one); after runs'
         # layers, as before peel existed, or from the start
-        meta.update(method="pma", fallback=why)
+        if k > 2 and method == "peel":
+            gave_way(meta, "peel", "pma", why)
+        meta.update(method="pma", fallback=_joined(meta.get("fallback"), why))
         if note:
             note(f"method {method} gave way to pma: {why}")
+        phase(progress, "pma fallback")
         fallback(chain, yk, progress)
         got = chain
     chain = got
