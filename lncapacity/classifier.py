@@ -3,12 +3,15 @@
 Fitting runs the exact construction on the training points (read exactly:
 a float is the dyadic rational it is, and an object array of Python ints,
 :class:`~fractions.Fraction` or :class:`flint.fmpq` stays exact), so the
-fitted net ``net_`` classifies every distinct training point correctly: a
-certificate for that is one call, ``lncapacity.certify(clf.net_, X, y)``.
+fitted net ``net_`` classifies every distinct training point correctly; or, with
+``strategy="train"``, trains an LN-Net with Adam in PyTorch and reads it exactly
+(:mod:`lncapacity.train`).  Either way ``fit`` certifies the net on the training points
+(``certificate_``: :func:`lncapacity.certify`, exact).
 Prediction runs a float backend of :mod:`lncapacity.floats`: NumPy
 (``"float64"``, the default, or ``"float32"``) or PyTorch's own modules
 (``"torch-float64"``, ``"torch-float32"``; PyTorch is optional and checked by
-``fit``); ``backend="exact"`` decides each argmax with ball arithmetic.
+``fit``); ``backend="exact"`` decides each argmax with ball arithmetic.  When to build
+and when to train: docs/guide/practitioner.md.
 
 Where scikit-learn is installed the class derives from its ``BaseEstimator``
 and ``ClassifierMixin`` and validates its input with scikit-learn's own
