@@ -43,7 +43,7 @@ from .construct import build
 from .data import PointSet, points_from_arrays
 from .errors import InputError
 from .model import LNNet
-from .train import train_points
+from .train import train
 
 BACKENDS = ("auto", *floats.BACKENDS, "exact")
 
@@ -229,8 +229,9 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
         start = time.perf_counter()
         n_iter = 1  # a construction runs once
         if self.strategy == "train":
-            result = train_points(
+            result = train(
                 points,
+                None,
                 width=self.width,
                 depth=1 if self.depth is None else self.depth,
                 groups=self.groups,

@@ -46,7 +46,7 @@ from .reproducible import torch_one_thread
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-__all__ = ["DEFAULT_LR", "STOP_MARGIN", "TrainResult", "train", "train_points"]
+__all__ = ["DEFAULT_LR", "STOP_MARGIN", "TrainResult", "check_parameters", "train"]
 
 DEFAULT_LR = 0.01
 """Adam's default step size here (full-batch steps on standardised inputs)."""
@@ -86,7 +86,7 @@ class TrainResult:
 
 def train(
     X: Any,
-    y: Any,
+    y: Any = None,
     *,
     width: int,
     depth: int,
@@ -99,28 +99,55 @@ def train(
 ) -> TrainResult:
     """Train an LN-Net of ``depth`` normalisation layers of ``width`` on ``(X, y)``.
 
-    ``X`` and ``y`` are read as :func:`lncapacity.points_from_arrays` reads them (equal rows
-    with equal labels merged); see the module doc for the architecture, the stopping rule
-    and determinism.  ``groups > 1``: each layer is a ``GroupNorm(groups, width)`` (LN-G), so
+    ``X`` is a :class:`~lncapacity.data.PointSet` (then ``y`` is omitted) or points with
+    labels ``y``, read as :func:`lncapacity.points_from_arrays` reads them (equal rows with
+    equal labels merged); see the module doc for the architecture, the stopping rule and
+    determinism.  ``groups > 1``: each layer is a ``GroupNorm(groups, width)`` (LN-G), so
     ``width`` must be a multiple of ``groups`` with groups of at least 2.  ``verbose`` prints
     the loss and training accuracy to stderr every 100 steps; ``progress(done, total)`` is
-    called as steps are taken.  Bad parameters or data raise
-    :class:`~lncapacity.errors.InputError` before any training.
+    called as steps are taken.  Bad parameters raise :class:`~lncapacity.errors.InputError`
+    before the data is read.
     """
     check_parameters(
         width=width, depth=depth, groups=groups, random_state=random_state, max_iter=max_iter, lr=lr
     )
-    return train_points(
-        points_from_arrays(X, y),
-        width=width,
-        depth=depth,
-        groups=groups,
-        random_state=random_state,
-        max_iter=max_iter,
-        lr=lr,
-        verbose=verbose,
-        progress=progress,
-    )
+    points = X if isinstance(X, PointSet) else points_from_arrays(X, y)
+    if points.d > MAX_INPUT_DIM:
+        raise InputError(f"{points.d} features, beyond the limit of {MAX_INPUT_DIM:,}")
+    torch = import_torch()
+    classes = points.classes
+    index = {c: i for i, c in enumerate(classes)}
+    labels = np.array([index[c] for c in points.y], dtype=np.int64)
+    F = points.floats()
+    mean = F.mean(axis=0)
+    scale = F.std(axis=0)
+    scale[~(scale > 0) | ~np.isfinite(scale)] = 1.0
+    start = time.perf_counter()
+    with torch.random.fork_rng(devices=[]), torch_one_thread(torch), torch.no_grad():
+        torch.manual_seed(int(random_state))
+        module = _module(torch, points.d, width, depth, len(classes), groups)
+        Xs = torch.tensor((F - mean) / scale, dtype=torch.float32)
+        with torch.enable_grad():
+            iterations, loss, converged = _adam(
+                torch, module, Xs, torch.tensor(labels), max_iter, lr, verbose, progress
+            )
+        _fold_standardisation(torch, module[0], mean, scale)
+        module.eval().requires_grad_(False)
+        Z = module(torch.tensor(F, dtype=torch.float32))
+        accuracy = float((Z.argmax(dim=1).numpy() == labels).mean())
+    seconds = time.perf_counter() - start
+    net = from_torch(module, classes=classes, name="trained module")
+    net.meta["train"] = {
+        "width": width,
+        "depth": depth,
+        "groups": groups,
+        "random_state": int(random_state),
+        "iterations": iterations,
+        "max_iter": max_iter,
+        "lr": lr,
+        "converged": converged,
+    }
+    return TrainResult(net, module, accuracy, iterations, seconds, loss, converged, classes)
 
 
 def check_parameters(
@@ -145,60 +172,6 @@ def check_parameters(
         )
     if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < math.inf:
         raise InputError(f"lr: expected a finite number > 0, got {lr!r}")
-
-
-def train_points(
-    points: PointSet,
-    *,
-    width: int,
-    depth: int,
-    groups: int = 1,
-    random_state: int = 0,
-    max_iter: int = 2000,
-    lr: float = DEFAULT_LR,
-    verbose: bool = False,
-    progress: Progress | None = None,
-) -> TrainResult:
-    """:func:`train` on a point set (:func:`lncapacity.load_points`, ...)."""
-    check_parameters(
-        width=width, depth=depth, groups=groups, random_state=random_state, max_iter=max_iter, lr=lr
-    )
-    if points.d > MAX_INPUT_DIM:
-        raise InputError(f"{points.d} features, beyond the limit of {MAX_INPUT_DIM:,}")
-    torch = import_torch()
-    classes = points.classes
-    index = {c: i for i, c in enumerate(classes)}
-    labels = np.array([index[c] for c in points.y], dtype=np.int64)
-    X = points.floats()
-    mean = X.mean(axis=0)
-    scale = X.std(axis=0)
-    scale[~(scale > 0) | ~np.isfinite(scale)] = 1.0
-    start = time.perf_counter()
-    with torch.random.fork_rng(devices=[]), torch_one_thread(torch), torch.no_grad():
-        torch.manual_seed(int(random_state))
-        module = _module(torch, points.d, width, depth, len(classes), groups)
-        Xs = torch.tensor((X - mean) / scale, dtype=torch.float32)
-        with torch.enable_grad():
-            iterations, loss, converged = _adam(
-                torch, module, Xs, torch.tensor(labels), max_iter, lr, verbose, progress
-            )
-        _fold_standardisation(torch, module[0], mean, scale)
-        module.eval().requires_grad_(False)
-        Z = module(torch.tensor(X, dtype=torch.float32))
-        accuracy = float((Z.argmax(dim=1).numpy() == labels).mean())
-    seconds = time.perf_counter() - start
-    net = from_torch(module, classes=classes, name="trained module")
-    net.meta["train"] = {
-        "width": width,
-        "depth": depth,
-        "groups": groups,
-        "random_state": int(random_state),
-        "iterations": iterations,
-        "max_iter": max_iter,
-        "lr": lr,
-        "converged": converged,
-    }
-    return TrainResult(net, module, accuracy, iterations, seconds, loss, converged, classes)
 
 
 def _module(torch: Any, d: int, width: int, depth: int, k: int, groups: int) -> torch.nn.Sequential:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from .. import fileformat
 from ..data import load_points
@@ -43,37 +44,24 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from ..train import DEFAULT_LR, check_parameters, train_points
+    from ..train import DEFAULT_LR, check_parameters, train
 
     fileformat.check_outputs({"--out": args.out, "--certificate": args.certificate}, [args.data])
     check_float_options(args)
-    lr = DEFAULT_LR if args.lr is None else args.lr
+    params: dict[str, Any] = {
+        "width": args.width,
+        "depth": args.depth,
+        "groups": args.groups,
+        "random_state": args.seed,
+        "max_iter": args.max_iter,
+        "lr": DEFAULT_LR if args.lr is None else args.lr,
+    }
     try:
-        check_parameters(
-            width=args.width,
-            depth=args.depth,
-            groups=args.groups,
-            random_state=args.seed,
-            max_iter=args.max_iter,
-            lr=lr,
-        )
+        check_parameters(**params)
     except InputError as e:
         raise InputError(f"--{e}") from None  # "groups: ..." as "--groups: ..."
     points = load_points(args.data)
-    result, seconds = run(
-        "training",
-        args.quiet,
-        lambda bar: train_points(
-            points,
-            width=args.width,
-            depth=args.depth,
-            groups=args.groups,
-            random_state=args.seed,
-            max_iter=args.max_iter,
-            lr=lr,
-            progress=bar,
-        ),
-    )
+    result, seconds = run("training", args.quiet, lambda bar: train(points, **params, progress=bar))
     training = {
         "iterations": result.iterations,
         "max_iter": args.max_iter,
