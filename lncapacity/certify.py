@@ -81,6 +81,27 @@ class Certificate:
     scores: Any = field(default=None, compare=False, repr=False)
     """``(lo, hi)``: float64 arrays ``(m, len(classes))`` enclosing every exact score
     (rigorous, not always tight), or None."""
+    origins: tuple[tuple[int, ...], ...] | None = field(default=None, compare=False, repr=False)
+    """The row map: ``origins[k]`` lists the input rows merged into point ``k`` (equal rows
+    with equal labels are one point; :class:`~lncapacity.data.PointSet`), or None."""
+
+    @property
+    def merged(self) -> int:
+        """Input rows merged away as duplicates (so ``len(points) + merged`` rows were given)."""
+        return 0 if self.origins is None else sum(len(o) - 1 for o in self.origins)
+
+    @property
+    def worst_margin(self) -> tuple[float, float]:
+        """An enclosure ``(lo, hi)`` of the smallest margin ``min_k (z_label - max_other z)``
+        over the points, whatever the verdicts (``min_margin`` is ``-inf`` as soon as one
+        point is not certified; this says by how much it fails): the minimum of the points'
+        margin intervals, end by end.  ``(inf, inf)`` with no points or one class."""
+        if not self.points:
+            return (math.inf, math.inf)
+        return (
+            min(p.margin_interval[0] for p in self.points),
+            min(p.margin_interval[1] for p in self.points),
+        )
 
     @property
     def certified(self) -> int:
@@ -107,6 +128,8 @@ class Certificate:
 
     @property
     def min_margin(self) -> float:
+        """The smallest certified margin (a lower bound), ``-inf`` when some point is not
+        certified (see :attr:`worst_margin` for its enclosure then)."""
         return min((p.margin for p in self.points), default=math.inf)
 
     @property
@@ -129,6 +152,8 @@ class Certificate:
             "undecided": self.undecided,
             "points": len(self.points),
             "min_margin": json_float(self.min_margin),
+            "worst_margin_interval": [json_float(v) for v in self.worst_margin],
+            "merged_rows": self.merged,
             "precision_bits": self.precision,
             "results": [
                 {
@@ -238,7 +263,9 @@ def certify(
                 progress(len(results), points.m)
     results.sort(key=lambda p: p.index)
     have_scores = scores or (intervals and not jobs)
-    return Certificate(tuple(results), (scores_lo, scores_hi) if have_scores else None)
+    return Certificate(
+        tuple(results), (scores_lo, scores_hi) if have_scores else None, points.origins
+    )
 
 
 CHUNK = 32

@@ -68,11 +68,13 @@ __all__ = [
     "from_state_dict",
     "from_torch",
     "load_torch",
+    "module_from_export",
     "save_onnx",
     "save_torch",
     "to_onnx",
     "to_torch",
     "torch_bytes",
+    "torch_export",
 ]
 
 TORCH_DTYPES = ("float64", "float32", "bfloat16", "float16")
@@ -522,6 +524,14 @@ def from_state_dict(
     tensors themselves (no weights are allocated), so :func:`from_torch` checks the limits
     before any weight is read.
     """
+    return from_torch(sequential_from_state_dict(state, spec, eps, name), name=name)
+
+
+def sequential_from_state_dict(
+    state: Any, spec: Sequence[str] | None = None, eps: float = 1e-5, name: str = "state dict"
+) -> torch.nn.Sequential:
+    """The ``nn.Sequential`` (eval mode) of a state dict, as :func:`from_state_dict` reads it:
+    its modules hold the state dict's tensors themselves."""
     torch = import_torch()
     nn = torch.nn
     if not isinstance(state, dict) or not all(
@@ -627,7 +637,7 @@ def from_state_dict(
             first = str(err).strip().splitlines()[-1].strip()
             raise InputError(f"{where}: {first}") from None
         modules.append(m)
-    return from_torch(nn.Sequential(*modules).eval(), name=name)
+    return nn.Sequential(*modules).eval()
 
 
 _SPEC_GROUPS = re.compile(r"GroupNorm:([1-9][0-9]{0,6})")
@@ -708,6 +718,8 @@ def load_torch(
         raise InputError(f"{p}: cannot load: {_unpickling_reason(err)}") from None
     if isinstance(obj, torch.nn.Module):
         return from_torch(obj, name=p)
+    if isinstance(obj, dict) and obj.get("format") == TORCH_EXPORT_FORMAT:
+        return from_torch(module_from_export(obj, name=p), classes=obj["classes"], name=p)
     return from_state_dict(obj, spec, eps, name=p)
 
 
@@ -787,12 +799,64 @@ def to_torch(
     return torch_sequential(net, dtype, finite)
 
 
-def save_torch(net: LNNet[Any], path: str | os.PathLike[str], dtype: str | None = None) -> None:
-    """``torch.save(to_torch(net, dtype), path)``, atomically.
+TORCH_EXPORT_FORMAT = "lncapacity-torch/1"
+"""The ``"format"`` of what :func:`save_torch` writes (:func:`torch_export`)."""
 
-    The file loads with ``torch.load(path, weights_only=False)`` or, without
-    running any code, with :func:`load_torch` (``weights_only=True`` plus the
-    few ``torch.nn`` classes it uses).
+
+def torch_export(net: LNNet[Any], dtype: str | None = None) -> dict[str, Any]:
+    """``net`` as plain data that ``torch.load`` reads by default (``weights_only=True``,
+    PyTorch >= 2.6), with no class pickled: ``{"format": "lncapacity-torch/1", "modules":
+    [...], "eps": float, "classes": [...], "state_dict": {...}}``.
+
+    ``modules`` lists the kinds of :func:`to_torch`'s modules in order (``"Linear"``,
+    ``"LayerNorm"``, ``"GroupNorm:G"`` for ``G`` groups), ``eps`` is their normalisers' eps
+    and ``state_dict`` the Sequential's own (``"0.weight"``, ``"0.bias"``, ...), so
+    :func:`module_from_export` (or the few lines of docs/guide/trained.md) rebuilds the very
+    modules.
+    """
+    torch = import_torch()
+    model = to_torch(net, dtype)
+    kinds = [
+        f"GroupNorm:{m.num_groups}" if isinstance(m, torch.nn.GroupNorm) else type(m).__name__
+        for m in model
+    ]
+    norms = [m for m in model if not isinstance(m, torch.nn.Linear)]
+    return {
+        "format": TORCH_EXPORT_FORMAT,
+        "modules": kinds,
+        "eps": float(norms[0].eps) if norms else 1e-5,
+        "classes": list(net.classes),
+        "state_dict": model.state_dict(),
+    }
+
+
+def module_from_export(obj: Any, name: str = "export") -> torch.nn.Sequential:
+    """The ``nn.Sequential`` (eval mode) of :func:`torch_export`'s data, as ``torch.load``
+    gives it back::
+
+        model = module_from_export(torch.load("model.pt"))
+        scores = model(X)  # (m, len(classes)); classes: torch.load("model.pt")["classes"]
+
+    Its modules hold the file's tensors (:func:`sequential_from_state_dict`).
+    """
+    if not isinstance(obj, dict) or obj.get("format") != TORCH_EXPORT_FORMAT:
+        raise InputError(f"{name}: not an lncapacity export ({TORCH_EXPORT_FORMAT})")
+    kinds, eps, classes = obj.get("modules"), obj.get("eps"), obj.get("classes")
+    if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
+        raise InputError(f"{name}: 'modules' is not a list of module kinds")
+    if not isinstance(classes, list):
+        raise InputError(f"{name}: 'classes' is not a list")
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
+        raise InputError(f"{name}: 'eps' is not a number")
+    return sequential_from_state_dict(obj.get("state_dict"), kinds, float(eps), name=name)
+
+
+def save_torch(net: LNNet[Any], path: str | os.PathLike[str], dtype: str | None = None) -> None:
+    """``torch.save(torch_export(net, dtype), path)``, atomically.
+
+    Plain ``torch.load(path)`` reads the file (it holds tensors, lists, numbers and strings
+    only); :func:`module_from_export` rebuilds the modules, and :func:`load_torch` reads it
+    as the exact net again.
     """
     from .fileformat import write_all_atomic
 
@@ -800,10 +864,10 @@ def save_torch(net: LNNet[Any], path: str | os.PathLike[str], dtype: str | None 
 
 
 def torch_bytes(net: LNNet[Any], dtype: str | None = None) -> bytes:
-    """What :func:`save_torch` writes: ``torch.save`` of :func:`to_torch`."""
+    """What :func:`save_torch` writes: ``torch.save`` of :func:`torch_export`."""
     torch = import_torch()
     buf = io.BytesIO()
-    torch.save(to_torch(net, dtype), buf)
+    torch.save(torch_export(net, dtype), buf)
     return buf.getvalue()
 
 

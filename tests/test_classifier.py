@@ -28,7 +28,20 @@ except ImportError:  # no scikit-learn, or one older than 1.6
 
 XOR_X = np.array([[0, 0], [0, 1], [1, 0], [1, 1]], dtype=float)
 XOR_Y = np.array([0, 1, 1, 0])
-DEFAULTS = {"eps": 0, "depth": None, "method": "auto", "seed": 0, "backend": "auto"}
+DEFAULTS = {
+    "eps": 0,
+    "depth": None,
+    "method": "auto",
+    "seed": "deprecated",
+    "backend": "auto",
+    "strategy": "construct",
+    "width": 16,
+    "groups": 1,
+    "max_depth": None,
+    "random_state": 0,
+    "max_iter": 2000,
+    "verbose": False,
+}
 
 
 def random_binary(m: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -212,8 +225,8 @@ def test_without_sklearn_the_stand_in_works():
         from lncapacity.classifier import HAVE_SKLEARN, LNNetClassifier, NotFittedError
         assert not HAVE_SKLEARN and issubclass(NotFittedError, ValueError)
         clf = LNNetClassifier(depth=2)
-        assert clf.get_params() == dict(eps=0, depth=2, method="auto", seed=0, backend="auto")
-        assert clf.set_params(seed=5) is clf and clf.seed == 5
+        assert clf.get_params()["random_state"] == 0 and clf.get_params()["depth"] == 2
+        assert clf.set_params(random_state=5) is clf and clf.random_state == 5
         try:
             clf.set_params(colour=1)
         except ValueError:
@@ -234,7 +247,11 @@ def test_without_sklearn_the_stand_in_works():
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
-    expected = "LNNetClassifier(eps=0, depth=2, method='auto', seed=5, backend='auto')"
+    expected = (
+        "LNNetClassifier(eps=0, depth=2, method='auto', seed='deprecated', backend='auto', "
+        "strategy='construct', width=16, groups=1, max_depth=None, random_state=5, "
+        "max_iter=2000, verbose=False)"
+    )
     assert p.stdout.strip() == expected
 
 
@@ -254,12 +271,13 @@ def test_get_params_and_set_params():
 
 def test_clone_preserves_params_and_drops_the_fit():
     base = pytest.importorskip("sklearn.base")
-    clf = LNNetClassifier(eps="1/1000", depth=4, seed=3, backend="float32").fit(XOR_X, XOR_Y)
+    clf = LNNetClassifier(eps="1/1000", depth=4, random_state=3, backend="float32")
+    clf.fit(XOR_X, XOR_Y)
     copy = base.clone(clf)
     assert copy is not clf
     assert copy.get_params() == clf.get_params()
     assert copy.get_params() == {
-        "eps": "1/1000", "depth": 4, "method": "auto", "seed": 3, "backend": "float32"
+        **DEFAULTS, "eps": "1/1000", "depth": 4, "random_state": 3, "backend": "float32"
     }  # fmt: skip
     assert not hasattr(copy, "net_") and not hasattr(copy, "classes_")
 
@@ -345,8 +363,8 @@ def test_grid_search_sets_params():
     from sklearn.model_selection import GridSearchCV
 
     X, y = random_binary(24, 2, seed=2)
-    search = GridSearchCV(LNNetClassifier(), {"seed": [0, 1]}, cv=2).fit(X, y)
-    assert search.best_params_["seed"] in (0, 1)
+    search = GridSearchCV(LNNetClassifier(), {"random_state": [0, 1]}, cv=2).fit(X, y)
+    assert search.best_params_["random_state"] in (0, 1)
     assert search.best_estimator_.score(X, y) == 1.0
 
 
@@ -398,3 +416,94 @@ def test_expected_failures_are_real_check_names():
     names = {_check_id(check).split("(")[0] for _, check in ESTIMATOR_CHECKS}
     assert "check_classifiers_train" in names
     assert set(EXPECTED_FAILED_CHECKS) <= names
+
+
+# ---------------------------------------------------------------------------
+# strategy="train", the certificate attributes, scikit-learn conventions (issue 35)
+
+
+def clusters(k: int = 3, per: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``k`` tight clusters in the plane around far apart centres: Adam separates them."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(k, 2)) * 10
+    X = np.concatenate([c + rng.normal(scale=0.3, size=(per, 2)) for c in centres])
+    return X, np.repeat(np.arange(k), per)
+
+
+def test_train_strategy_is_certified_on_the_training_points():
+    pytest.importorskip("torch")
+    X, y = clusters()
+    X = np.concatenate([X, X[:2]])  # two rows repeated: merged, their verdicts shared
+    y = np.concatenate([y, y[:2]])
+    clf = LNNetClassifier(strategy="train", width=4, random_state=1).fit(X, y)
+    assert clf.method_ == "train" and clf.depth_ == 1 and clf.n_iter_ >= 1
+    assert clf.net_.widths == (4,)
+    cert = clf.certificate_
+    assert cert.all_certified and len(cert.points) == 15 and cert.min_margin > 0
+    assert clf.certified_fraction_ == 1.0
+    assert clf.verdicts_.tolist() == ["right"] * 17
+    assert clf.float_faithful_ == {"float64": True, "float32": True}
+    assert clf.backend_ == "float64"
+    assert clf.predict(X).tolist() == y.tolist()
+    P = clf.predict_proba(X)
+    assert P.shape == (17, 3) and np.allclose(P.sum(axis=1), 1)
+    assert clf.classes_[P.argmax(axis=1)].tolist() == y.tolist()
+    # the same certificate as certify's own
+    again = lncapacity.certify(clf.net_, X, y)
+    assert [p.margin for p in again.points] == [p.margin for p in cert.points]
+
+
+def test_train_strategy_that_misses_points_says_so():
+    pytest.importorskip("torch")
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = random_binary(30, 2, seed=5)  # random labels: a width-2 net cannot fit them
+    with pytest.warns(ConvergenceWarning, match="certainly right on"):
+        clf = LNNetClassifier(strategy="train", width=2, max_iter=20).fit(X, y)
+    cert = clf.certificate_
+    assert 0 < clf.certified_fraction_ < 1
+    assert clf.certified_fraction_ == cert.right / 30
+    assert set(clf.verdicts_) <= {"right", "wrong", "undecided"}
+    assert (clf.verdicts_ == "wrong").sum() == cert.wrong > 0
+
+
+def test_construct_strategy_certifies_too():
+    X, y = random_binary(20, 2, seed=3)
+    clf = LNNetClassifier().fit(X, y)
+    assert clf.certified_fraction_ == 1.0 and clf.certificate_.all_certified
+    assert clf.method_ == clf.net_.meta["method"] and clf.depth_ == clf.net_.depth
+    assert clf.n_iter_ == 1
+
+
+def test_not_float_faithful_warns_and_says_where_predict_runs():
+    from lncapacity.classifier import FloatFaithfulnessWarning
+
+    X = np.arange(24)[:, None] * 2.0**-50 + 1.0  # 24 points within float64's resolution of 1
+    y = np.array([0, 1] * 12)
+    with pytest.warns(FloatFaithfulnessWarning, match="predict decides in exact arithmetic"):
+        clf = LNNetClassifier(method="pma").fit(X, y)
+    assert clf.float_faithful_ == {"float64": False, "float32": False}
+    assert clf.backend_ == "exact" and clf.certified_fraction_ == 1.0
+    assert clf.predict(X).tolist() == y.tolist()
+
+
+def test_max_depth_caps_the_net():
+    X, y = random_binary(40, 3)
+    depth = LNNetClassifier().fit(X, y).depth_
+    with pytest.raises(ValueError, match=f"depth {depth}, beyond max_depth {depth - 1}"):
+        LNNetClassifier(max_depth=depth - 1).fit(X, y)
+    assert LNNetClassifier(max_depth=depth).fit(X, y).depth_ == depth
+
+
+def test_seed_still_works_with_a_future_warning():
+    X, y = random_binary(20, 2, seed=3)
+    with pytest.warns(FutureWarning, match="use random_state"):
+        old = LNNetClassifier(seed=2).fit(X, y)
+    new = LNNetClassifier(random_state=2).fit(X, y)
+    assert old.net_.layers == new.net_.layers and old.net_.readout == new.net_.readout
+
+
+def test_unknown_strategy_is_checked_by_fit():
+    clf = LNNetClassifier(strategy="guess")
+    with pytest.raises(ValueError, match="unknown strategy 'guess'"):
+        clf.fit(XOR_X, XOR_Y)

@@ -26,6 +26,7 @@ from lncapacity.interop import (  # noqa: E402
     from_state_dict,
     from_torch,
     load_torch,
+    module_from_export,
     to_onnx,
     to_torch,
 )
@@ -466,7 +467,7 @@ def test_cli_import_verify_export(tmp_path):
     # export, and back: the same modules
     r = run("export", tmp_path / "net.json", "--torch", tmp_path / "back.pt", cwd=ROOT)
     assert r.returncode == 0, r.stderr
-    back = torch.load(tmp_path / "back.pt", weights_only=False)
+    back = module_from_export(torch.load(tmp_path / "back.pt"))  # plain data (issue 35)
     X = torch.randn(100, 2)
     with torch.no_grad():
         assert torch.equal(back(X), model(X))
@@ -796,3 +797,37 @@ def test_a_refused_pickle_names_its_class_and_gives_no_unsafe_advice(tmp_path, c
     err = import_error(tmp_path, obj, capsys)
     assert f"it pickles {glob}, which is not an LN-Net module" in err
     assert "weights_only" not in err and "False" not in err
+
+
+@pytest.mark.parametrize("kind", ["plain", "ln-g"])
+def test_export_is_read_by_plain_torch_load(tmp_path, kind):
+    """``export --torch`` writes plain data: ``torch.load`` reads it by default (weights only,
+    as PyTorch >= 2.6 does), :func:`module_from_export` rebuilds the very modules, and
+    :func:`load_torch` reads the exact net again, classes included (issue 35)."""
+    from lncapacity.interop import save_torch
+
+    if kind == "plain":
+        net = lncapacity.build([[0, 0], [0, 1], [1, 0], [1, 1]], ["a", "b", "b", "a"])
+    else:
+        g = torch.Generator().manual_seed(3)
+        model = nn.Sequential(nn.Linear(3, 6), nn.GroupNorm(3, 6), nn.Linear(6, 2))
+        with torch.no_grad():
+            for p in model.parameters():
+                p.copy_(torch.randn(p.shape, generator=g))
+        net = from_torch(model.eval(), classes=("x", "y"))
+    save_torch(net, tmp_path / "m.pt")
+    obj = torch.load(tmp_path / "m.pt")  # weights_only=True by default on PyTorch >= 2.6
+    obj_strict = torch.load(tmp_path / "m.pt", weights_only=True)
+    assert obj["format"] == "lncapacity-torch/1" and obj["classes"] == list(net.classes)
+    assert obj_strict["modules"] == obj["modules"]
+    back = module_from_export(obj)
+    ref = to_torch(net)
+    X = torch.randn(
+        32, net.input_dim, generator=torch.Generator().manual_seed(1), dtype=torch.float64
+    )
+    with torch.no_grad():
+        assert torch.equal(back(X.to(back[0].weight.dtype)), ref(X.to(ref[0].weight.dtype)))
+    assert [type(m) for m in back] == [type(m) for m in ref]
+    assert load_torch(tmp_path / "m.pt") == from_torch(ref, classes=net.classes)
+    if kind == "ln-g":  # float32 weights: the very net
+        assert load_torch(tmp_path / "m.pt") == net

@@ -33,6 +33,7 @@ from . import (
     report,
     shatter,
     trace,
+    train,
     vc,
     verify,
     verify_shatter,
@@ -55,6 +56,7 @@ from .import_ import cmd_import as cmd_import
 from .plot import cmd_plot as cmd_plot
 from .shatter import cmd_shatter as cmd_shatter
 from .trace import cmd_trace as cmd_trace
+from .train import cmd_train as cmd_train
 from .vc import cmd_vc as cmd_vc
 from .verify import cmd_verify as cmd_verify
 from .verify_shatter import cmd_verify_shatter as cmd_verify_shatter
@@ -64,8 +66,8 @@ __all__ = ["build_parser", "main"]
 _margin_text = report.margin_text  # by its name before the commands had modules
 
 COMMAND_MODULES = (
-    certify, verify, shatter, import_, export, verify_shatter, vc, plot, explore, explain,
-    trace, hessian, capacity,
+    certify, train, verify, shatter, import_, export, verify_shatter, vc, plot, explore,
+    explain, trace, hessian, capacity,
 )  # fmt: skip
 """The commands' modules, in the order ``lncapacity --help`` lists them."""
 

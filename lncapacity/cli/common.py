@@ -90,6 +90,9 @@ class Bar:
     PERIOD = 5.0
     """Seconds between plain progress lines when stderr is not a terminal."""
 
+    FIRST = 1.5
+    """Seconds before the first plain line may come (a run done sooner prints none)."""
+
     REDRAW = 0.1
     """Seconds between redraws of the bar on a terminal."""
 
@@ -99,9 +102,11 @@ class Bar:
 
     def __init__(self, label: str, enabled: bool, tty: bool | None = None) -> None:
         self.label, self.enabled, self.last = label, enabled, 0.0
+        self.base = label  # the label phases are named after
         self.tty = sys.stderr.isatty() if tty is None else tty
         self.start = time.monotonic()
         self.last_line = self.start
+        self.lines = 0  # plain lines printed
         self.bar: Any = None  # the tqdm bar, made when first drawn
         self.drawn = False  # whether a bar may be on the terminal
 
@@ -110,8 +115,9 @@ class Bar:
         if not self.enabled:
             return
         if not self.tty:
-            if now - self.last_line >= self.PERIOD and done < total:
-                self.last_line = now
+            wait = self.PERIOD if self.lines else min(self.FIRST, self.PERIOD)
+            if now - self.last_line >= wait and done < total:
+                self.last_line, self.lines = now, self.lines + 1
                 sys.stderr.write(
                     f"lncapacity: {self.label} {done}/{total} ({now - self.start:.0f} s)\n"
                 )
@@ -131,6 +137,25 @@ class Bar:
         if now - self.last >= self.REDRAW or done >= total:
             self.last = now
             self.bar.refresh()
+
+    def phase(self, name: str) -> None:
+        """Name the phase now running (a construction's ``circle search``, ``runs``,
+        ``peel``, ``pma fallback``): the label of the bar and of the lines from now on; off a
+        terminal a line at once, when the run has lasted :data:`FIRST` seconds already.  The
+        label becomes ``"<label>: <name>"`` (``folding: circle search``)."""
+        name = f"{self.base}: {name}"
+        if name == self.label:
+            return
+        self.label = name
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if self.bar is not None:
+            self.bar.set_description_str(name, refresh=False)
+        elif not self.tty and now - self.start >= min(self.FIRST, self.PERIOD):
+            self.last_line, self.lines = now, self.lines + 1
+            sys.stderr.write(f"lncapacity: {name} ({now - self.start:.0f} s)\n")
+            sys.stderr.flush()
 
     def note(self, message: str) -> None:
         """Say ``message`` on stderr now (unless quiet)."""

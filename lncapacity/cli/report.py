@@ -9,6 +9,8 @@ import math
 import sys
 from typing import Any
 
+import numpy as np
+
 from .. import fileformat, floats
 from ..arith import json_float
 from ..certify import Certificate, certify, exact_scores
@@ -62,9 +64,12 @@ def check_and_report(
     points: PointSet,
     seconds: dict[str, float],
     out: str | None,
+    extra: dict[str, Any] | None = None,
 ) -> int:
     """Certify ``net`` on ``points``, check it in floats, write ``out`` and ``--certificate``
-    when every point is certified, and print the summary: the end of certify and verify."""
+    when every point is certified and every ``--require-float`` backend is right on every
+    point (a run that exits 2 writes nothing), and print the summary (with ``extra``'s keys):
+    the end of certify, verify and train."""
     cert, seconds["certify"] = run(
         "certifying", args.quiet, lambda bar: certify(net, points, progress=bar, scores=True)
     )
@@ -81,25 +86,30 @@ def check_and_report(
     cheap = net.depth <= REFINE_DEPTH and max(net.widths, default=0) <= REFINE_WIDTH
     tighten = refine if cheap else None
     checks = [floats.check(net, points, b, exact, tighten) for b in backends]
-    if cert.all_certified:
+    errors = {c.backend: max_abs_error(net, points, c.backend, exact) for c in checks}
+    failing = [c for c in checks if c.backend in required and not c.all_agree]
+    written = cert.all_certified and not failing
+    if written:
         files = []
         if args.certificate:
             files.append((args.certificate, fileformat.dumps(_certificate_json(cert, net, points))))
         if out:
             files.append((out, fileformat.dumps(fileformat.to_dict(net))))
         fileformat.write_all_atomic(files)
-    summary = _summary(net, points, cert, checks, seconds, out, args.certificate)
+    summary = _summary(net, points, cert, checks, seconds, out, args.certificate, written)
+    for backend, err in errors.items():
+        summary["float"][backend]["max_abs_error"] = None if err is None else json_float(err)
+    summary |= extra or {}
     summary["torch_skipped"] = args.float is None and not floats.have_torch()
     if args.json:
         print(json.dumps(summary, indent=1))
     else:
         print(_text(summary))
-    if failing := [c for c in checks if c.backend in required and not c.all_agree]:
+    if failing:
         print(
             "lncapacity: error: --require-float: "
-            + "; ".join(
-                f"{c.backend} misclassifies {c.wrong} of {c.total} points" for c in failing
-            ),
+            + "; ".join(f"{c.backend} misclassifies {c.wrong} of {c.total} points" for c in failing)
+            + ("; nothing written" if out or args.certificate else ""),
             file=sys.stderr,
         )
         return EXIT_BAD
@@ -144,8 +154,8 @@ def _summary(
     seconds: dict[str, float],
     out: str | None,
     cert_path: str | None,
+    written: bool,
 ) -> dict[str, Any]:
-    written = cert.all_certified
     return {
         "data": points.source,
         "points": points.m,
@@ -154,6 +164,8 @@ def _summary(
         "classes": list(net.classes),
         "method": net.meta.get("method"),
         "fallback": net.meta.get("fallback"),  # why runs gave way to pma, if it did
+        # every link, in order: [{"from": "circle", "to": "runs", "why": ...}, ...]
+        "fallback_chain": net.meta.get("fallback_chain"),
         "eps": str(net.eps),
         "depth": net.depth,
         "folds": net.meta.get("folds"),
@@ -202,6 +214,22 @@ def _summary(
         "certificate": cert_path if written else None,
         "seconds": {k: round(v, 3) for k, v in seconds.items()},
     }
+
+
+def max_abs_error(
+    net: LNNet[Any], points: PointSet, backend: str, exact: Any | None
+) -> float | None:
+    """An upper bound on ``|z - t|`` over every score: ``z`` by ``backend``, ``t`` exact
+    (enclosed by ``exact = (lo, hi)``, the certificate's bounds); None without them.  It goes
+    with ``max_ulps``, which is relative to each dtype's resolution (so float32's few ulps can
+    be a larger error than float64's many)."""
+    if exact is None or not points.m:
+        return None
+    z = floats.forward(net, points, backend).astype(np.float64)
+    lo, hi = exact
+    with np.errstate(all="ignore"):
+        err = np.maximum(np.abs(z - lo), np.abs(z - hi))
+    return float(np.where(np.isnan(err), np.inf, err).max())
 
 
 def margin_text(x: float) -> str | None:
@@ -265,7 +293,7 @@ def _text(s: dict[str, Any]) -> str:
             else ""
         )
         + (f", method {s['method']}" if s["method"] else "")
-        + (f" ({gave_way(s['method'], s['fallback'])})" if s.get("fallback") else "")
+        + (f" ({_fallback_text(s)})" if s.get("fallback") else "")
         + f", eps {_eps_text(s['eps'])}",
         f"certified: {s['certified']}/{s['points']} points"
         + (
@@ -275,6 +303,13 @@ def _text(s: dict[str, Any]) -> str:
         )
         + f" ({s['precision_bits']} bits)",
     ]
+    if t := s.get("training"):
+        stop = "every margin >= 1" if t["converged"] else f"max_iter {t['max_iter']}"
+        lines.insert(
+            2,
+            f"trained: {t['iterations']} Adam steps (stopped at {stop}), float32 right on "
+            f"{t['train_accuracy_float32']:.2%} of the points, loss {t['loss']:.3g}",
+        )
     shown = s.get("not_right", [])[:NOT_RIGHT_PRINTED]
     for p in shown:
         lo, hi = p["margin_interval"]
@@ -290,7 +325,13 @@ def _text(s: dict[str, Any]) -> str:
             margin = f"{x:.4g}"
         flag = f"  WARNING: {c['warning']}" if c["warning"] else ""
         ulps = c.get("max_ulps")  # in the text for trained nets only (built ones are exact)
-        dist = "" if ulps is None or not s.get("trained") else f", max {ulps:.3g} ulp from exact"
+        abs_err = c.get("max_abs_error")
+        dist = (
+            ""
+            if ulps is None or not s.get("trained")
+            else f", max {ulps:.3g} ulp from exact"
+            + ("" if abs_err is None else f" (|error| <= {abs_err:.3g})")
+        )
         lines.append(f"{name}: {c['agree']}/{c['total']} agree, min margin {margin}{dist}{flag}")
     if s.get("torch_skipped"):
         lines.append("torch-float64, torch-float32: skipped (PyTorch is not installed)")
@@ -298,6 +339,16 @@ def _text(s: dict[str, Any]) -> str:
         if s[key]:
             lines.append(f"wrote {s[key]}")
     return "\n".join(lines)
+
+
+def _fallback_text(s: dict[str, Any]) -> str:
+    """The fallback in words: a chain of more than one link as ``circle → runs → pma:``
+    and each link's reason; one link as :func:`gave_way` says it."""
+    chain = s.get("fallback_chain") or []
+    if len(chain) < 2:
+        return gave_way(s["method"], s["fallback"])
+    path = " → ".join([chain[0]["from"], *(c["to"] for c in chain)])
+    return f"{path}: " + "; ".join(f"{c['from']}: {c['why']}" for c in chain)
 
 
 def gave_way(method: str | None, why: str, named: bool = False) -> str:

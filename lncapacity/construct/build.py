@@ -168,6 +168,7 @@ def build(
         return build_exact(points, eps_q, cls, depth, seed, progress, meta)
     present = sorted(set(points.y), key=cls.index)
     yk = [present.index(label) for label in points.y]
+    phase(progress, {"circle": "circle search", "auto": "runs"}.get(method, method))
     if auto:  # two classes: runs, and circle within the budget when it is shallower
         circle_meta = {"generator": meta["generator"], "method": "circle"}
         return _auto(
@@ -189,6 +190,7 @@ def build(
         if circle is not None:
             return circle
         method = "runs"
+        phase(progress, "runs")
     if method == "peel" and len(present) == 2:
         method = meta["method"] = "runs"  # one class against the other: the runs method
     net = _folded(points, None, yk, present, cls, eps_q, depth, seed, method, progress, meta)
@@ -198,8 +200,10 @@ def build(
             meta.pop(key, None)
         before = meta.get("fallback")
         meta.update(method="pma", fallback=f"{before}; peel: {why}" if before else f"peel: {why}")
+        gave_way(meta, "peel", "pma", why)
         if note := getattr(progress, "note", None):
             note(f"peel gave way to pma: {why}")
+        phase(progress, "pma fallback")
         net = _folded(points, None, yk, present, cls, eps_q, depth, seed, "pma", progress, meta)
     return net
 
@@ -244,6 +248,7 @@ def _auto(
     note = getattr(progress, "note", None)
     if note:
         note(f"auto: runs needs {net.depth} layers; circle searches for fewer ({seconds:.0f} s)")
+    phase(progress, "circle search")
     found = circle(time.process_time() + seconds, net.depth)
     if found is not None and found.depth < net.depth:
         if note:
@@ -298,6 +303,10 @@ def _circle(
         elif isinstance(got, LNNet):
             why = f"{got.depth} layers, no fewer than runs' {below}"
         if why is None:
+            if "fallback_chain" not in meta and str(meta.get("fallback", "")).startswith("circle"):
+                # build_circle noted why runs is used: the first link of the chain
+                noted = str(meta["fallback"]).removeprefix("circle: ").removesuffix("; runs used")
+                gave_way(meta, "circle", "runs", noted)
             return None
         for key in (*CIRCLE_META, "folds", "depth"):
             meta.pop(key, None)
@@ -306,6 +315,7 @@ def _circle(
         if note:
             note(f"circle: {why}; searching again from seed {seed + retry + 1}")
     meta.update(method="runs", fallback=f"circle: {why}; runs used")
+    gave_way(meta, "circle", "runs", why)
     if note:
         note(f"circle gave way to runs: {why}")
     return None
@@ -315,6 +325,24 @@ HANDOFF_RETRIES = 2
 """Further seeds :func:`build` tries when ``runs`` fails after a circle search's layers
 (measured on digits even/odd: after seed 0's hand-over runs ran out of float resolution,
 layer 49; seed 1's search found a 15-layer circle net)."""
+
+
+def gave_way(meta: dict[str, Any], method: str, to: str, why: str) -> None:
+    """Record in ``meta["fallback_chain"]`` that ``method`` gave way to ``to`` and why: the
+    whole chain (circle, runs, peel, pma), where ``meta["fallback"]`` says it in words."""
+    meta.setdefault("fallback_chain", []).append({"from": method, "to": to, "why": why})
+
+
+def _joined(before: str | None, why: str) -> str:
+    """``why`` after an earlier fallback's note (circle's, when runs then gives way too)."""
+    return f"{before}; {why}" if before and why not in before else why
+
+
+def phase(progress: Progress | None, name: str) -> None:
+    """Tell ``progress`` which phase of the construction runs now (its ``phase`` method,
+    when it has one: the command line's progress names it)."""
+    if (named := getattr(progress, "phase", None)) is not None:
+        named(name)
 
 
 def ln_g_options(method: str, depth: int | None, exact: bool) -> None:
@@ -456,18 +484,28 @@ def _folded(
             if k > 2 and method == "runs" and points.m <= PEEL_MAX_POINTS:
                 if note:
                     note(f"method runs gave way to peel: {e}")
+                gave_way(meta, "runs", "peel", why)
+                phase(progress, "peel")
                 got, why_peel = peeled()
                 if got is not None:
-                    meta["fallback"] = why
+                    meta["fallback"] = _joined(meta.get("fallback"), why)
                 else:
+                    gave_way(meta, "peel", "pma", f"peel: {why_peel}")
                     why = f"{why}; peel: {why_peel}"
+            elif method in ("runs", "pma"):
+                gave_way(meta, method, "pma", why)
+        else:
+            why = ""
     if got is None:
         # the data is finer than float64 can see: the paper's construction, which needs no
         # float search, still gives a certified net (not a float-faithful one); after runs'
         # layers, as before peel existed, or from the start
-        meta.update(method="pma", fallback=why)
+        if k > 2 and method == "peel":
+            gave_way(meta, "peel", "pma", why)
+        meta.update(method="pma", fallback=_joined(meta.get("fallback"), why))
         if note:
             note(f"method {method} gave way to pma: {why}")
+        phase(progress, "pma fallback")
         fallback(chain, yk, progress)
         got = chain
     chain = got

@@ -1,0 +1,75 @@
+"""``lncapacity train``: train an LN-Net with Adam in PyTorch, read it exactly, certify it."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .. import fileformat
+from ..data import load_points
+from ..errors import InputError
+from .common import add_output_options, int_in, positive_int, run
+from .report import check_and_report, check_float_options
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    t = sub.add_parser(
+        "train",
+        help="train an LN-Net with Adam (PyTorch), read it exactly and certify it",
+        description="Train an LN-Net (Linear, then LayerNorm or GroupNorm and Linear per "
+        "layer, then a linear readout) on DATA with full-batch Adam in PyTorch (float32, "
+        "deterministic given --seed), read the trained module as the exact net it is, certify "
+        "it on DATA with rigorous ball arithmetic, and check it in float64 and float32, as "
+        "certify does.  Exit 2, writing nothing, when some point is not certified right (or "
+        "a --require-float backend misclassifies one).  Needs PyTorch: pip install "
+        "'lncapacity[torch]'.",
+    )
+    t.add_argument("data", metavar="DATA")
+    t.add_argument("--out", metavar="NET.json", help="write the net (lnnet/1)")
+    t.add_argument("--width", type=int_in(2, fileformat.MAX_WIDTH), default=16, help="default 16")
+    t.add_argument(
+        "--depth", type=int_in(1, fileformat.MAX_DEPTH), default=1, help="layers (default 1)"
+    )
+    t.add_argument(
+        "--groups",
+        type=positive_int,
+        default=1,
+        help="GroupNorm(G, width) layers (LN-G) instead of LayerNorm (default 1: LayerNorm)",
+    )
+    t.add_argument("--seed", type=int_in(0, 2**63 - 1), default=0, help="initial weights' seed")
+    t.add_argument("--max-iter", type=int_in(0, 10**9), default=2000, help="Adam steps at most")
+    t.add_argument("--lr", type=float, default=None, help="Adam's step size (default 0.01)")
+    add_output_options(t, certificate=True)
+    t.set_defaults(handler=cmd_train)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from ..train import DEFAULT_LR, check_parameters, train
+
+    fileformat.check_outputs({"--out": args.out, "--certificate": args.certificate}, [args.data])
+    check_float_options(args)
+    params: dict[str, Any] = {
+        "width": args.width,
+        "depth": args.depth,
+        "groups": args.groups,
+        "random_state": args.seed,
+        "max_iter": args.max_iter,
+        "lr": DEFAULT_LR if args.lr is None else args.lr,
+    }
+    try:
+        check_parameters(**params)
+    except InputError as e:
+        raise InputError(f"--{e}") from None  # "groups: ..." as "--groups: ..."
+    points = load_points(args.data)
+    result, seconds = run("training", args.quiet, lambda bar: train(points, **params, progress=bar))
+    training = {
+        "iterations": result.iterations,
+        "max_iter": args.max_iter,
+        "converged": result.converged,
+        "train_accuracy_float32": result.train_accuracy,
+        "loss": result.loss,
+        "seed": args.seed,
+    }
+    return check_and_report(
+        args, result.net, points, {"train": seconds}, out=args.out, extra={"training": training}
+    )

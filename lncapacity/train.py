@@ -1,0 +1,238 @@
+"""Train an LN-Net with Adam in PyTorch, then read it as the exact net it is.
+
+:func:`train` fits the architecture of the paper's LN-Nets (:mod:`lncapacity.model`)
+
+    ``Linear(d, n) -> Norm -> (Linear(n, n) -> Norm) * (depth - 1) -> Linear(n, k)``
+
+``Norm`` a ``torch.nn.LayerNorm(n)`` (``groups=1``) or a ``torch.nn.GroupNorm(groups, n)``
+(an LN-G layer), to the training points by full-batch Adam on the cross-entropy of the
+readout scores, in float32.  The inputs are standardised while training (each feature by its
+mean and standard deviation); the standardisation is then folded into the first ``Linear``
+(rounded to float32 once), so the returned module takes the raw features.  Training stops
+when every training point is classified right with a float margin of at least
+:data:`STOP_MARGIN`, or after ``max_iter`` steps.
+
+The result's ``net`` is :func:`lncapacity.interop.from_torch` of the returned module: the
+module's function in exact arithmetic (every float32 weight is a dyadic rational), so a
+certificate of ``net`` (:func:`lncapacity.certify`) is a proof about the module that was
+trained.  Training is deterministic given ``random_state``: the initial weights come from
+``torch.manual_seed(random_state)`` (inside ``torch.random.fork_rng``, the caller's random
+state untouched) and every step runs on one thread, so the sums run in one order.
+
+PyTorch is optional (``pip install 'lncapacity[torch]'``): without it :func:`train` raises
+:class:`~lncapacity.errors.InputError` saying so.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from flint import fmpq
+
+from .data import PointSet, points_from_arrays
+from .errors import InputError
+from .fileformat import MAX_DEPTH, MAX_INPUT_DIM, MAX_WIDTH
+from .floats import import_torch
+from .interop import from_torch
+from .model import Label, LNNet
+from .reproducible import torch_one_thread
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+__all__ = ["DEFAULT_LR", "STOP_MARGIN", "TrainResult", "check_parameters", "train"]
+
+DEFAULT_LR = 0.01
+"""Adam's default step size here (full-batch steps on standardised inputs)."""
+
+STOP_MARGIN = 1.0
+"""Training stops once every training point's float32 margin (its class's score minus the
+largest other score) is at least this: far above float32's rounding of scores of that size,
+so the exact certificate then finds every point right."""
+
+MAX_SEED = 2**63 - 1
+"""``torch.manual_seed`` takes seeds up to this."""
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What :func:`train` returns.
+
+    ``net`` the exact LN-Net of ``module`` (:func:`lncapacity.interop.from_torch`, classes as
+    the training labels, sorted); ``module`` the trained ``torch.nn.Sequential`` (float32, eval
+    mode, no gradients); ``train_accuracy`` the fraction of the distinct training points the
+    module classifies right in float32; ``iterations`` the Adam steps taken; ``seconds`` the
+    training time (without the import); ``loss`` the final mean cross-entropy; ``converged``
+    whether training stopped because every margin reached :data:`STOP_MARGIN`.
+    """
+
+    net: LNNet[fmpq]
+    module: Any
+    train_accuracy: float
+    iterations: int
+    seconds: float
+    loss: float
+    converged: bool
+    classes: tuple[Label, ...]
+
+
+def train(
+    X: Any,
+    y: Any = None,
+    *,
+    width: int,
+    depth: int,
+    groups: int = 1,
+    random_state: int = 0,
+    max_iter: int = 2000,
+    lr: float = DEFAULT_LR,
+    verbose: bool = False,
+    progress: Progress | None = None,
+) -> TrainResult:
+    """Train an LN-Net of ``depth`` normalisation layers of ``width`` on ``(X, y)``.
+
+    ``X`` is a :class:`~lncapacity.data.PointSet` (then ``y`` is omitted) or points with
+    labels ``y``, read as :func:`lncapacity.points_from_arrays` reads them (equal rows with
+    equal labels merged); see the module doc for the architecture, the stopping rule and
+    determinism.  ``groups > 1``: each layer is a ``GroupNorm(groups, width)`` (LN-G), so
+    ``width`` must be a multiple of ``groups`` with groups of at least 2.  ``verbose`` prints
+    the loss and training accuracy to stderr every 100 steps; ``progress(done, total)`` is
+    called as steps are taken.  Bad parameters raise :class:`~lncapacity.errors.InputError`
+    before the data is read.
+    """
+    check_parameters(
+        width=width, depth=depth, groups=groups, random_state=random_state, max_iter=max_iter, lr=lr
+    )
+    points = X if isinstance(X, PointSet) else points_from_arrays(X, y)
+    if points.d > MAX_INPUT_DIM:
+        raise InputError(f"{points.d} features, beyond the limit of {MAX_INPUT_DIM:,}")
+    torch = import_torch()
+    classes = points.classes
+    index = {c: i for i, c in enumerate(classes)}
+    labels = np.array([index[c] for c in points.y], dtype=np.int64)
+    F = points.floats()
+    mean = F.mean(axis=0)
+    scale = F.std(axis=0)
+    scale[~(scale > 0) | ~np.isfinite(scale)] = 1.0
+    start = time.perf_counter()
+    with torch.random.fork_rng(devices=[]), torch_one_thread(torch), torch.no_grad():
+        torch.manual_seed(int(random_state))
+        module = _module(torch, points.d, width, depth, len(classes), groups)
+        Xs = torch.tensor((F - mean) / scale, dtype=torch.float32)
+        with torch.enable_grad():
+            iterations, loss, converged = _adam(
+                torch, module, Xs, torch.tensor(labels), max_iter, lr, verbose, progress
+            )
+        _fold_standardisation(torch, module[0], mean, scale)
+        module.eval().requires_grad_(False)
+        Z = module(torch.tensor(F, dtype=torch.float32))
+        accuracy = float((Z.argmax(dim=1).numpy() == labels).mean())
+    seconds = time.perf_counter() - start
+    net = from_torch(module, classes=classes, name="trained module")
+    net.meta["train"] = {
+        "width": width,
+        "depth": depth,
+        "groups": groups,
+        "random_state": int(random_state),
+        "iterations": iterations,
+        "max_iter": max_iter,
+        "lr": lr,
+        "converged": converged,
+    }
+    return TrainResult(net, module, accuracy, iterations, seconds, loss, converged, classes)
+
+
+def check_parameters(
+    *, width: Any, depth: Any, groups: Any, random_state: Any, max_iter: Any, lr: Any
+) -> None:
+    """:class:`~lncapacity.errors.InputError` naming the first parameter :func:`train` cannot
+    take (before PyTorch is imported)."""
+
+    def integer(name: str, v: Any, lo: int, hi: int) -> None:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
+            raise InputError(f"{name}: expected an integer from {lo} to {hi:,}, got {v!r}")
+
+    integer("width", width, 2, MAX_WIDTH)
+    integer("depth", depth, 1, MAX_DEPTH)
+    integer("groups", groups, 1, MAX_WIDTH)
+    integer("random_state", random_state, 0, MAX_SEED)
+    integer("max_iter", max_iter, 0, 10**9)
+    if width % groups or width // groups < 2:
+        raise InputError(
+            f"groups: {groups} groups of width {width} (width a multiple of groups, "
+            "groups of 2 or more)"
+        )
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < math.inf:
+        raise InputError(f"lr: expected a finite number > 0, got {lr!r}")
+
+
+def _module(torch: Any, d: int, width: int, depth: int, k: int, groups: int) -> torch.nn.Sequential:
+    nn = torch.nn
+    mods: list[Any] = []
+    for i in range(depth):
+        mods.append(nn.Linear(d if i == 0 else width, width))
+        mods.append(nn.LayerNorm(width) if groups == 1 else nn.GroupNorm(groups, width))
+    mods.append(nn.Linear(width, k))
+    return nn.Sequential(*mods)
+
+
+def _adam(
+    torch: Any,
+    module: Any,
+    X: Any,
+    y: Any,
+    max_iter: int,
+    lr: float,
+    verbose: bool,
+    progress: Progress | None,
+) -> tuple[int, float, bool]:
+    """Full-batch Adam steps until every margin is :data:`STOP_MARGIN` or more:
+    ``(steps, last loss, whether it stopped so)``."""
+    opt = torch.optim.Adam(module.parameters(), lr=lr)
+    k = module[-1].out_features
+    loss = math.nan
+    for step in range(max_iter + 1):
+        Z = module(X)
+        out = torch.nn.functional.cross_entropy(Z, y)
+        loss = float(out.detach())
+        margin = _min_margin(torch, Z.detach(), y) if k > 1 else math.inf
+        done = margin >= STOP_MARGIN
+        if verbose and (step % 100 == 0 or done or step == max_iter):
+            right = float((Z.detach().argmax(dim=1) == y).float().mean())
+            print(
+                f"lncapacity: train step {step}: loss {loss:.4g}, accuracy {right:.4f}, "
+                f"min margin {margin:.3g}",
+                file=sys.stderr,
+            )
+        if progress is not None:
+            progress(max_iter if done else step, max_iter)
+        if done or step == max_iter:
+            return step, loss, done
+        opt.zero_grad()
+        out.backward()
+        opt.step()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _min_margin(torch: Any, Z: Any, y: Any) -> float:
+    """The smallest ``z_y - max_{j != y} z_j`` over the rows."""
+    own = Z.gather(1, y[:, None])[:, 0]
+    other = Z.scatter(1, y[:, None], -math.inf).max(dim=1).values
+    return float((own - other).min())
+
+
+def _fold_standardisation(torch: Any, first: Any, mean: np.ndarray, scale: np.ndarray) -> None:
+    """``W (x - mean) / scale + b`` as one ``Linear`` of ``x``, computed in float64 and rounded
+    to the layer's float32 once."""
+    W = first.weight.detach().double().numpy() / scale
+    b = first.bias.detach().double().numpy() - W @ mean
+    first.weight.copy_(torch.tensor(W))
+    first.bias.copy_(torch.tensor(b))
