@@ -568,7 +568,7 @@ def _ball_norm(
     y3 = out[:, :n].reshape(m, k, n // k)  # a view (its rows are strided)
     np.divide(c3, s[:, None, :], out=y3)
     f, C = _norm_constants(k)
-    s_lo = iv.down(s * f - R1)
+    s_lo = iv.down(iv.down(s * f) - R1)
     ok = (S >= NORMAL_FLOOR) & (s < np.inf) & (s_lo > 0)
     e = iv.up_nonneg(np.divide(R1, s_lo, out=s_lo))
     e += C
