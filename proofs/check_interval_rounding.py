@@ -204,14 +204,13 @@ def test_dot_constants_are_the_rationals_rounded_up():
 
 
 def test_the_normalisation_is_within_rho():
-    from flint import arb, ctx
+    from flint import arb
 
+    from lncapacity.arith import precision
     from lncapacity.certify import NORMAL_FLOOR, _norm_constants
 
     rng = random.Random(12)
-    old = ctx.prec
-    ctx.prec = 300
-    try:
+    with precision(300):
         for _ in range(300):
             k = rng.choice([2, 3, 5, 64])
             scale = rng.choice([-452, -300, 0, 200, 500])
@@ -229,19 +228,16 @@ def test_the_normalisation_is_within_rho():
             rho = 1 - q(f)  # f <= 1 - rho
             dev = abs(exact / arb(s) - 1)
             assert dev < arb(rho.numerator) / rho.denominator
-    finally:
-        ctx.prec = old
 
 
 def test_the_grouped_ball_encloses_every_point_of_the_ball():
-    from flint import arb, ctx
+    from flint import arb
 
+    from lncapacity.arith import precision
     from lncapacity.certify import _ball_norm
 
     rng = random.Random(13)
-    old = ctx.prec
-    ctx.prec = 300
-    try:
+    with precision(300):
         for _ in range(200):
             k = rng.choice([2, 3, 4])
             scale = rng.choice([-400, -2, 0, 3, 300])
@@ -264,5 +260,3 @@ def test_the_grouped_ball_encloses_every_point_of_the_ball():
                 for i in range(k):
                     dev = abs(arb(c[i]) / s - arb(float(ya[0, i])))
                     assert dev < arb(float(e[0, 0]))
-    finally:
-        ctx.prec = old

@@ -22,14 +22,19 @@ Q = fmpq
 certify_module = sys.modules["lncapacity.certify"]
 
 
-def exact_margins(net: LNNet, X, y) -> list[arb]:
+def arb_scores(net: LNNet, X) -> list[list[arb]]:
+    """Every point's scores in 300-bit balls (the exact net)."""
     with precision(300):
         balls = net.map(arb)
-        out = []
-        for x, label in zip(X, y, strict=True):
-            z = balls.forward([arb(v) for v in x], arb.sqrt)
-            out.append(min(z[label] - z[j] for j in range(len(z)) if j != label))
-        return out
+        return [balls.forward([arb(v) for v in x], arb.sqrt) for x in X]
+
+
+def exact_margins(net: LNNet, X, y) -> list[arb]:
+    with precision(300):
+        return [
+            min(z[c] - z[j] for j in range(len(z)) if j != c)
+            for z, c in zip(arb_scores(net, X), y, strict=True)
+        ]
 
 
 def points(rng: random.Random, m: int, d: int = 2) -> list[list[fmpq]]:
@@ -50,13 +55,9 @@ def test_the_ball_pass_encloses_the_exact_margins_and_scores(layers, eps):
     X = points(rng, 12)
     y = [rng.randrange(3) for _ in X]
     mlo, mhi, zlo, zhi = certify_module.interval_pass(net.folded(), X, y)
-    with precision(300):
-        balls = net.map(arb)
-        for i, x in enumerate(X):
-            z = balls.forward([arb(v) for v in x], arb.sqrt)
-            for j in range(3):
-                assert zlo[i, j] <= z[j].lower() and z[j].upper() <= zhi[i, j]
-                assert zhi[i, j] - zlo[i, j] < 1e-9
+    exact = np.array([[(v.lower(), v.upper()) for v in z] for z in arb_scores(net, X)])
+    assert (zlo <= exact[..., 0]).all() and (exact[..., 1] <= zhi).all()
+    assert (zhi - zlo < 1e-9).all()
     for lo, hi, exact in zip(mlo, mhi, exact_margins(net, X, y), strict=True):
         assert lo <= exact.lower() and exact.upper() <= hi and hi - lo < 1e-9
     # the verdicts are those of balls alone
