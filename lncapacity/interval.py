@@ -115,6 +115,9 @@ def _as_fmpq(f: float) -> fmpq:
 
 def _enclose_one(q: fmpq) -> tuple[float, float]:
     p, d = int(q.p), int(q.q)
+    if d & (d - 1) == 0 and -(2**53) < p < 2**53 and d <= 2**1022:
+        f = p / d  # p 2^-e with |p| < 2^53, e <= 1022: a float, so the division is exact
+        return f, f
     try:
         f = p / d  # Python's int / int is correctly rounded
     except OverflowError:
