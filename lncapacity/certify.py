@@ -587,6 +587,7 @@ def _grouped_ball_task(task: tuple[Any, ...]) -> tuple[np.ndarray, ...]:
     width = max(max(layer.mid.shape[1] for layer in layers), xm.shape[1])
     rows, big = max(1, GROUPED_BLOCK // width), max(1, GROUPED_READOUT // width)
     z, zr = np.empty((m, k_cls)), np.empty((m, k_cls))
+    lost = np.zeros(m, dtype=bool)  # a radius not finite in some layer: the point decides nothing
     with np.errstate(all="ignore"):  # overflow and NaN leave points undecided, silently
         for start in range(0, m, big):
             stop = min(start + big, m)
@@ -596,10 +597,13 @@ def _grouped_ball_task(task: tuple[Any, ...]) -> tuple[np.ndarray, ...]:
                 xa, r = _augmented(xm[s0:s1]), None if xr is None else xr[s0:s1]
                 for layer in first:
                     xa, r = _ball_norm(*_ball_affine(layer, xa, np.abs(xa), r), layer.k, eps)
+                    lost[s0:s1] |= ~np.isfinite(r).all(axis=1)
                 c, R1 = _ball_affine(last, xa, np.abs(xa), r)
                 part = slice(s0 - start, s1 - start)
                 e[part] = _ball_norm(c, R1, last.k, eps, ya[part])[1]
+            lost[start:stop] |= ~np.isfinite(e).all(axis=1)
             z[start:stop], zr[start:stop] = _ball_affine(readout, ya, np.abs(ya), e)
+        zr[lost] = np.nan  # whatever BLAS makes of 0 * NaN
         return (*_margins(z, zr, lab), iv.down(z - zr), iv.up(z + zr))
 
 
