@@ -202,17 +202,22 @@ def target_table(rows: str, floats_up_to: int, md: Markdown) -> None:
             r.get(b + " right", m) == m for b in ("float64", "torch-float64")
         )
         if m >= 100_000:
-            goal, total = "certify < 300 s", r["certify"][0]
-            met = r["certified"] == m and total < 300
+            phases = ("certify",)
+            goal, limit, ok = "certify < 300 s", 300, r["certified"] == m
         elif m == 2000:
+            phases, limit = (), 0
             goal = "float32 right on every point"
-            met = all(r.get(b + " right") == m for b in ("float32", "torch-float32"))
+            ok = all(r.get(b + " right") == m for b in ("float32", "torch-float32"))
         else:
-            total = sum(
-                r[p][0] for p in ("read", "build", "certify", "float64", "torch-float64") if p in r
-            )
-            goal = f"build + certify + float64 < 30 s (here {total:.1f})"
-            met = r["certified"] == m and every and total < 30
+            phases = ("read", "build", "certify", "float64", "torch-float64")
+            goal, limit, ok = "build + certify + float64 < 30 s", 30, r["certified"] == m and every
+        wall, cpu = (sum(r[p][i] for p in phases if p in r) for i in (0, 1))
+        if phases:  # on a loaded machine the wall time measures the load: both are shown
+            goal += f" (here {wall:.1f} wall, {cpu:.1f} CPU)"
+            met = "wall " + ("yes" if ok and wall < limit else "no")
+            met += ", CPU " + ("yes" if ok and cpu < limit else "no")
+        else:
+            met = "yes" if ok else "no"
         cells = [
             str(m),
             str(k),
@@ -227,7 +232,7 @@ def target_table(rows: str, floats_up_to: int, md: Markdown) -> None:
             f"{_right(r, 'float32')}, {_right(r, 'torch-float32')}",
             str(r["peak"]),
             goal,
-            "yes" if met else "no",
+            met,
         ]
         line = "| " + " | ".join(cells) + " |"
         print(line, flush=True)
