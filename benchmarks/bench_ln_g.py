@@ -1,22 +1,39 @@
 """LN-G at depth 1 (issue 30, part 2): ``build(..., arch="ln-g")`` at scale.
 
-For random points in R^3 (standard normal, ``k`` random labels, every class present) and
-scikit-learn's digits (1797 points, 64 dimensions, 10 classes), and two Gaussian clusters
-(structured data): label boundaries along the chosen projection (and the median and the most
-over the library's candidate directions), groups of 3 and width, build time, certificate
-time (by the margin theorem, ``groups.step_certificate``, exact; and by the library's
-``certify``), the float rooms ``delta / E`` of proofs/ln_g_steps.md §5 (``*``: proved right
-by Theorem 6), and how many points the library's NumPy and PyTorch backends get right in
-float64 and float32.
-Run ``python benchmarks/bench_ln_g.py [--sizes 2000,10000] [--ks 2,10] [--no-digits]``.
+The target table (issue 30, "Targets"): for random points in R^3 (standard normal, ``k``
+random labels, every class present), per row the time of each phase (wall seconds, with the
+CPU seconds of this process and its workers in brackets: on a shared machine the wall time
+also measures the load, printed with the table): ``build``, the library's ``certify`` (the
+grouped interval pass in balls, proofs/interval_rounding.md), and the NumPy and PyTorch
+float backends in float64 and float32 (points right of ``m``); the peak resident memory of
+the row (each row runs in a process of its own, with its workers); and the target: build +
+certify + both float64 passes under 30 s (m = 10,000), certify under 5 minutes (m = 100,000,
+whose float passes are skipped: ``--floats-up-to``), every point right in float32 (2,000
+points, 10 classes).
+
+``--details``: the earlier per-set table as well (random sets, two Gaussian clusters, digits):
+label boundaries along the chosen projection (and the median and the most over the
+library's candidate directions), groups, width, build time, the margin theorem's certificate
+(``groups.step_certificate``), the float rooms ``delta / E`` of proofs/ln_g_steps.md §5
+(``*``: proved right by Theorem 6) and the float checks.
+Run ``python benchmarks/bench_ln_g.py [--rows 10000:2,10000:10,100000:2,2000:10]
+[--markdown docs/tables/ln_g.md] [--details [--sizes 2000,10000] [--ks 2,10] [--no-digits]]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+from markdown_table import Markdown, add_option
 
 import lncapacity
 from lncapacity import floats
@@ -100,13 +117,162 @@ def row(name: str, X: np.ndarray, y: np.ndarray, eps: str) -> str:
     )
 
 
+ROWS = "10000:2,10000:10,100000:2,2000:10"
+FLOATS_UP_TO = 10**9
+"""Points times features up to which a target row runs the float passes."""
+
+
+def _cpu() -> float:
+    own, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _peak_mb() -> int:
+    own, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return max(own.ru_maxrss, kids.ru_maxrss) // 1024  # KiB on Linux
+
+
+def one_target(m: int, k: int, floats_up_to: int) -> dict:
+    """One row of the target table, measured in this process (see :func:`main`)."""
+    X, y = random_set(m, k, seed=m + k)
+    out: dict = {"m": m, "k": k}
+
+    def phase(name: str, f: Callable[[], Any]) -> Any:
+        t, c = time.perf_counter(), _cpu()
+        value = f()
+        out[name] = (time.perf_counter() - t, _cpu() - c)
+        return value
+
+    points = phase("read", lambda: lncapacity.points_from_arrays(X, y))
+    net = phase("build", lambda: lncapacity.build(points, arch="ln-g"))
+    out["groups"], out["width"] = net.meta["groups"], net.widths[0]
+    cert = phase("certify", lambda: lncapacity.certify(net, points))
+    out["certified"], out["margin"] = cert.certified, cert.min_margin
+    backends = [b for b in floats.BACKENDS if floats.have_torch() or not b.startswith("torch")]
+    for backend in backends if m * net.widths[0] <= floats_up_to else []:
+        z = phase(backend, lambda b=backend: floats.forward(net, points, b))
+        out[backend + " right"] = right(z, net, points.y)
+    out["peak"] = _peak_mb()
+    return out
+
+
+def _time(r: dict, phase: str) -> str:
+    if phase not in r:
+        return "-"
+    wall, cpu = r[phase]
+    return f"{wall:.1f} ({cpu:.1f})"
+
+
+def _right(r: dict, backend: str) -> str:
+    return f"{r[backend + ' right']}/{r['m']}" if backend + " right" in r else "-"
+
+
+def _load() -> str:
+    return " ".join(f"{v:.1f}" for v in os.getloadavg())
+
+
+def target_table(rows: str, floats_up_to: int, md: Markdown) -> None:
+    header = (
+        "| m | k | groups | width | build s | certify s | certified (margin >=) "
+        "| float64 s: NumPy, PyTorch | float64 right | float32 s: NumPy, PyTorch "
+        "| float32 right | peak MB | target | met |"
+    )
+    lines = [header, "|---" * 14 + "|"]
+    print(header, flush=True)
+    print(lines[1], flush=True)
+    load = [_load()]
+    for spec in rows.split(","):
+        m, k = map(int, spec.split(":"))
+        run = subprocess.run(
+            [sys.executable, __file__, "--one", f"{m}:{k}", "--floats-up-to", str(floats_up_to)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        r = json.loads(run.stdout.strip().splitlines()[-1])
+        load.append(_load())
+
+        every = "float64" in r and all(
+            r.get(b + " right", m) == m for b in ("float64", "torch-float64")
+        )
+        if m >= 100_000:
+            phases = ("certify",)
+            goal, limit, ok = "certify < 300 s", 300, r["certified"] == m
+        elif m == 2000:
+            phases, limit = (), 0
+            goal = "float32 right on every point"
+            ok = all(r.get(b + " right") == m for b in ("float32", "torch-float32"))
+        else:
+            phases = ("read", "build", "certify", "float64", "torch-float64")
+            goal, limit, ok = "build + certify + float64 < 30 s", 30, r["certified"] == m and every
+        wall, cpu = (sum(r[p][i] for p in phases if p in r) for i in (0, 1))
+        if phases:  # on a loaded machine the wall time measures the load: both are shown
+            goal += f" (here {wall:.1f} wall, {cpu:.1f} CPU)"
+            met = "wall " + ("yes" if ok and wall < limit else "no")
+            met += ", CPU " + ("yes" if ok and cpu < limit else "no")
+        else:
+            met = "yes" if ok else "no"
+        cells = [
+            str(m),
+            str(k),
+            str(r["groups"]),
+            str(r["width"]),
+            _time(r, "build"),
+            _time(r, "certify"),
+            f"{r['certified']}/{m} ({r['margin']:.3f})",
+            f"{_time(r, 'float64')}, {_time(r, 'torch-float64')}",
+            f"{_right(r, 'float64')}, {_right(r, 'torch-float64')}",
+            f"{_time(r, 'float32')}, {_time(r, 'torch-float32')}",
+            f"{_right(r, 'float32')}, {_right(r, 'torch-float32')}",
+            str(r["peak"]),
+            goal,
+            met,
+        ]
+        line = "| " + " | ".join(cells) + " |"
+        print(line, flush=True)
+        lines.append(line)
+    note = (
+        f"\nWall seconds (CPU seconds of the process and its workers). Load average "
+        f"(1, 5, 15 min) before and after each row: {'; '.join(load)}."
+    )
+    print(note)
+    for line in (
+        "Depth-1 LN-G nets on random points in R^3 (issue 30's targets): time per phase, "
+        "points right, peak memory of the row.",
+        "",
+        *lines,
+        note,
+    ):
+        md.add(line)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", default=ROWS, help="m:k pairs of the target table")
+    ap.add_argument("--floats-up-to", type=int, default=FLOATS_UP_TO)
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    ap.add_argument("--details", action="store_true")
+    add_option(ap)
     ap.add_argument("--sizes", default="2000,10000")
     ap.add_argument("--ks", default="2,10")
     ap.add_argument("--eps", default="0")
     ap.add_argument("--no-digits", action="store_true")
     a = ap.parse_args()
+    if a.one:
+        m, k = map(int, a.one.split(":"))
+        print(json.dumps(one_target(m, k, a.floats_up_to)))
+        return
+    md = Markdown(a.markdown)
+    target_table(a.rows, a.floats_up_to, md)
+    md.save()
+    if not a.details:
+        return
     print(
         "| set | m | k | boundaries (candidates: median, most) | groups | width | build s "
         "| theorem certificate s | library certify s | room64 | room32 | float64 right "

@@ -26,6 +26,7 @@ constructions, so :func:`certify` is an independent check of what they built.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -279,13 +280,13 @@ INTERVAL_CHUNK = 1 << 18
 """Points times features (of the widest layer) the interval pass holds at once: its arrays stay
 a few MiB however many points there are (a point's intervals do not depend on the others')."""
 
-GROUPED_BLOCK = 1 << 13
+GROUPED_BLOCK = 1 << 16
 """Points times features of one block of the interval pass for nets with LN-G layers (often
-very wide): small arrays, which NumPy computes several times faster than large ones (the
-allocator hands large ones back to the system and faults them in again)."""
+very wide): its arrays stay small (512 KiB each, in the processor's caches: NumPy computes
+small arrays several times faster than large ones) however many points and features."""
 
 Layer = tuple[iv.Interval, iv.Interval, int]
-"""A layer as the interval pass holds it: ``(P W, P b, k)``, centred exactly in each group of
+"""A layer as the interval passes take it: ``(P W, P b, k)``, centred exactly in each group of
 ``k`` features (``k = n``: LayerNorm), enclosed."""
 
 
@@ -308,33 +309,14 @@ def _interval_layer_maps(net: LNNet[fmpq], layers: Sequence[Affine[fmpq]]) -> li
     return out
 
 
-def _dot(W: iv.Interval, h: iv.Interval, pairwise: bool) -> iv.Interval:
-    """``h @ W.T``: one column at a time, or (``pairwise``, for maps with more columns than
-    rows) row by row, each row's sum taken pairwise (:func:`lncapacity.interval.dot_rows`)."""
-    if pairwise and W[0].shape[1] > W[0].shape[0]:
-        return iv.dot_rows(W, h)
-    return iv.matvec(W, h)
-
-
-def _interval_layer(
-    layer: Layer, h: iv.Interval, eps: iv.Interval, pairwise: bool = False
-) -> iv.Interval:
-    """One layer: ``c = (P W) h + P b``, then ``c / sqrt(sum(c^2) / k + eps)`` in each group."""
-    PW, Pb, k = layer
-    c = iv.add(_dot(PW, h, pairwise), (Pb[0][None, :], Pb[1][None, :]))
-    m, n = c[0].shape
-    if k == n:  # LayerNorm
-        var = iv.total(iv.square(c))
-        var = iv.down(var[0] / n), iv.up(var[1] / n)
-        s = iv.sqrt(iv.add(var, (eps[0][None, :], eps[1][None, :])))
-        return iv.div_positive(c, s)
-    # LN-G: the same in each group, on an axis of its own
-    c3 = c[0].reshape(m, n // k, k), c[1].reshape(m, n // k, k)
-    var = iv.total(iv.square(c3))  # (m, groups, 1)
-    var = iv.down(var[0] / k), iv.up(var[1] / k)
-    s = iv.sqrt(iv.add(var, (eps[0][None, None, :], eps[1][None, None, :])))
-    q = iv.div_positive(c3, s)
-    return q[0].reshape(m, n), q[1].reshape(m, n)
+def _interval_layer(layer: Layer, h: iv.Interval, eps: iv.Interval) -> iv.Interval:
+    """One LayerNorm layer: ``c = (P W) h + P b``, then ``c / sqrt(sum(c^2) / n + eps)``."""
+    PW, Pb, _ = layer
+    c = iv.add(iv.matvec(PW, h), (Pb[0][None, :], Pb[1][None, :]))
+    var = iv.total(iv.square(c))
+    var = iv.down(var[0] / c[0].shape[1]), iv.up(var[1] / c[0].shape[1])
+    s = iv.sqrt(iv.add(var, (eps[0][None, :], eps[1][None, :])))
+    return iv.div_positive(c, s)
 
 
 def _enclosed_points(X: Sequence[Sequence[fmpq]]) -> iv.Interval:
@@ -349,7 +331,7 @@ def interval_layers(
     h = _enclosed_points(X)
     eps = iv.enclose([net.eps])
     for layer in _interval_layer_maps(net, layers):
-        h = _interval_layer(layer, h, eps, net.grouped)
+        h = _interval_layer(layer, h, eps)
     return h
 
 
@@ -421,100 +403,251 @@ def interval_pass(
 def _grouped_interval_pass(
     net: LNNet[fmpq], X: Sequence[Sequence[fmpq]], labels: Sequence[int], workers: int = 1
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`interval_pass` for nets with LN-G layers, in blocks of :data:`GROUPED_BLOCK`.
+    """:func:`interval_pass` for nets with LN-G layers, in balls (midpoint, radius) whose
+    products are BLAS matrix products with rigorous rounding bounds.
 
-    A chunk of points goes through the layers; the last one is computed a block of whole
-    groups at a time, and each block's products with the readout rows are added, feature by
-    feature, to one accumulator per row (each addition outwards), summed pairwise at the end
-    (:func:`lncapacity.interval.pairwise_total`).  The margins are the differences of the
-    score intervals, ``[lo(z_c) - max hi(z_j), hi(z_c) - max lo(z_j)]`` rounded outwards: a
-    little wider than with the exact row differences, and far cheaper with many classes.
-    ``workers``: processes, each taking :data:`GROUPED_TASK` points times features at a time.
+    Each affine map is one matrix product of the midpoints; its error (the rounding of that
+    product, bounded by :func:`lncapacity.interval.dot_error`, the enclosure radii of the
+    weights and the radius of the input) is bounded per group of outputs, summed over the
+    group (``R1 >= ||c - c~||_1``).  Each group's normalisation ``c / sqrt(|c|^2 / k + eps)``
+    is 1/s-Lipschitz in the 2-norm, so its output is the float quotient ``c~ / s~`` within one
+    radius per group (``_ball_norm``).  The margins use the exact differences
+    ``R_label - R_j`` of the readout rows (enclosed), as the plain pass does.  Rigorous by
+    proofs/interval_rounding.md ("Products by BLAS", "A grouped layer in balls").  Blocks of
+    :data:`GROUPED_BLOCK` points times features at a time; ``workers`` processes, each task
+    :data:`GROUPED_TASK` points times features.
     """
     maps = _interval_layer_maps(net, net.layers)
-    eps = iv.enclose([net.eps])
+    ball_maps, k_in = [], 1
+    for PW, Pb, k in maps:
+        ball_maps.append(_ball_map(PW, Pb, k, k_in))
+        k_in = k
     R = iv.enclose(np.array([list(row) for row in net.readout.W], dtype=object))
     r = iv.enclose(list(net.readout.b))
+    readout = _ball_map(R, r, 1, k_in)
     m, k_cls = len(X), len(net.classes)
-    zlo, zhi = np.empty((m, k_cls)), np.empty((m, k_cls))
-    H = _enclosed_points(X)
+    lab = np.asarray(labels, dtype=np.intp)
+    xm, xr = iv.ball(_enclosed_points(X))
+    eps = iv.enclose([net.eps])
     widest = max(max(net.widths), net.input_dim)
     per_task = max(1, GROUPED_TASK // widest)
     starts = range(0, m, per_task)
     tasks = (
-        (maps, eps, R, r, (H[0][s : s + per_task], H[1][s : s + per_task]), widest) for s in starts
+        (
+            ball_maps,
+            readout,
+            eps,
+            xm[s : s + per_task],
+            None if not xr.any() else xr[s : s + per_task],
+            lab[s : s + per_task],
+        )
+        for s in starts
     )
-    with closing(imap(_grouped_scores, tasks, min(workers, len(starts)))) as parts:
-        for s, (lo, hi) in zip(starts, parts, strict=True):
-            zlo[s : s + per_task], zhi[s : s + per_task] = lo, hi
     mlo, mhi = np.full(m, np.inf), np.full(m, np.inf)
-    if k_cls > 1:
-        lab = np.asarray(labels, dtype=np.intp)
-        own = np.arange(m), lab
-        others_hi, others_lo = zhi.copy(), zlo.copy()
-        others_hi[own], others_lo[own] = -np.inf, -np.inf
-        # NaN-propagating maxima: a NaN score leaves the point undecided
-        mlo = iv.down(zlo[own] - np.max(others_hi, axis=1))
-        mhi = iv.up(zhi[own] - np.max(others_lo, axis=1))
+    zlo, zhi = np.empty((m, k_cls)), np.empty((m, k_cls))
+    with closing(imap(_grouped_ball_task, tasks, min(workers, len(starts)))) as parts:
+        for s, part in zip(starts, parts, strict=True):
+            sl = slice(s, s + per_task)
+            mlo[sl], mhi[sl], zlo[sl], zhi[sl] = part
     return mlo, mhi, zlo, zhi
 
 
-GROUPED_TASK = 1 << 22
-"""Points times features of one task of the grouped interval pass (about half a second)."""
+GROUPED_TASK = 1 << 24
+"""Points times features of one task of the grouped interval pass."""
+
+GROUPED_READOUT = 1 << 21
+"""Points times features of one block of the readout in the grouped interval pass: enough
+points that BLAS reads the readout's matrices once for many of them."""
 
 GROUPED_PARALLEL = 1 << 24
 """Points times features from which :func:`certify` spreads the grouped interval pass over
 processes (by default)."""
 
 
-def _grouped_scores(
-    task: tuple[list[Layer], iv.Interval, iv.Interval, iv.Interval, iv.Interval, int],
-) -> iv.Interval:
-    """The score intervals of some points (a task of ``_grouped_interval_pass``)."""
-    maps, eps, R, r, H, widest = task
-    m, k_cls = H[0].shape[0], R[0].shape[0]
-    zlo, zhi = np.empty((m, k_cls)), np.empty((m, k_cls))
-    step = max(1, GROUPED_BLOCK // widest)
-    *first, (PW, Pb, k) = maps
-    n = PW[0].shape[0]
+@dataclass(frozen=True)
+class BallMap:
+    """An affine map ``x -> M x + b`` (exact) as the grouped pass holds it, its ``p`` outputs
+    in groups of ``k`` and its ``d`` inputs in groups of ``k_in``: all floats rounded up but
+    ``mid``."""
+
+    mid: np.ndarray
+    """``(d + 1, p)``: midpoints of ``[M | b]^T``."""
+    err: np.ndarray
+    """``(d + 1, p / k)``: over each group of outputs, ``gamma_(d+1) sum |mid| + sum rad``."""
+    spread: np.ndarray
+    """``(d / k_in, p / k)``: over each group of outputs and of inputs, ``sum (|mid| + rad)``
+    (the arrays transposed, contiguous: BLAS multiplies them fastest so)."""
+    count_E: float
+    """``k 2 (d + 1) eta``: the underflow part of the rounding bounds of a group."""
+    k: int
+
+
+def _group_sums(A: np.ndarray, k: int, k_in: int = 1) -> np.ndarray:
+    """Upper bounds on the exact sums of the non-negative floats ``A`` ``(p, c)`` over groups
+    of ``k`` rows (and of ``k_in`` columns): ``(p / k, c / k_in)``."""
+    if k == k_in == 1:
+        return A
+    p, c = A.shape
+    S = A.reshape(p // k, k, c // k_in, k_in).sum(axis=(1, 3))
+    return iv.up(S + iv.dot_error(k * k_in, S))
+
+
+def _normal(bound: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """``bound`` (upper bounds, ``(p / k, c)``), 0 where every entry it bounds is 0 (``size``,
+    ``(p, c)``, is 0 there), and at least the smallest normal float elsewhere: the same bounds,
+    and BLAS is many times slower with subnormal numbers."""
+    zero = size.reshape(bound.shape[0], -1, bound.shape[1], size.shape[1] // bound.shape[1])
+    zero = ~(zero != 0).any(axis=(1, 3))
+    return np.where(zero, 0.0, np.maximum(bound, _SMALLEST_NORMAL))
+
+
+_SMALLEST_NORMAL = 2.0**-1022
+
+
+def feature_order(n: int, k: int) -> np.ndarray:
+    """The order in which the grouped pass holds ``n`` features in groups of ``k``: the first
+    feature of every group, then the second, ...  (position ``j g + i`` holds feature ``i k + j``
+    of group ``i``): each group's sums and quotients are then NumPy operations on long rows."""
+    return np.arange(n).reshape(n // k, k).T.ravel()
+
+
+def _ball_map(M: iv.Interval, b: iv.Interval, k: int, k_in: int) -> BallMap:
+    """:class:`BallMap` of the map enclosed by ``M`` ``(p, d)`` and ``b`` ``(p,)``, its outputs
+    and inputs in :func:`feature_order` (groups of ``k`` and ``k_in``)."""
+    mid, rad = iv.ball((np.hstack([M[0], b[0][:, None]]), np.hstack([M[1], b[1][:, None]])))
+    p, d = mid.shape[0], mid.shape[1] - 1
+    gamma, _, E, _ = iv.dot_constants(d + 1)
+    a = np.abs(mid)
+    inputs = np.append(feature_order(d, k_in), d)  # the bias column stays last
+    err = _normal(_group_sums(iv.up(iv.up(a * gamma) + rad), k), a + rad)
+    spread = _normal(_group_sums(iv.up(a[:, :d] + rad[:, :d]), k, k_in), a[:, :d] + rad[:, :d])
+    return BallMap(
+        np.ascontiguousarray(mid[feature_order(p, k)][:, inputs].T),
+        np.ascontiguousarray(err[:, inputs].T),
+        np.ascontiguousarray(spread.T),
+        float(iv.up(np.float64(k * E))),
+        k,
+    )
+
+
+def _augmented(x: np.ndarray) -> np.ndarray:
+    """``[x | 1]``: points with a last coordinate 1 (the bias column of :class:`BallMap`)."""
+    xa = np.empty((x.shape[0], x.shape[1] + 1))
+    xa[:, :-1] = x
+    xa[:, -1] = 1.0
+    return xa
+
+
+def _ball_affine(
+    M: BallMap, xa: np.ndarray, ax: np.ndarray, xr: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(c~, R1)``: ``c~`` the computed ``M x~ + b`` ``(m, p)`` for ``xa = [x~ | 1]`` (``ax``:
+    ``|xa|``), and ``R1`` ``(m, p / k)``: for every ``x`` within ``xr`` of ``x~`` (one radius
+    per group of inputs; None: 0), a bound on the sum over each group of outputs of
+    ``|M x + b - c~|`` (exact ``M``, ``b``; proofs/interval_rounding.md, "Products by BLAS")."""
+    c = xa @ M.mid
+    R1 = iv.upper_product(ax, M.err)
+    R1 += M.count_E
+    iv.up_nonneg(R1)
+    if xr is not None:
+        R1 += iv.upper_product(xr, M.spread)
+        iv.up_nonneg(R1)
+    return c, R1
+
+
+NORMAL_FLOOR = 2.0**-900
+"""``|c~|^2`` of a group below this (or not finite) leaves its points undecided: above it the
+rounding errors of the normalisation are relative (no underflow), as ``_ball_norm`` assumes."""
+
+
+@functools.lru_cache(maxsize=64)
+def _norm_constants(k: int) -> tuple[float, float]:
+    """``(f, C)`` for groups of ``k``: ``f <= 1 / (1 + rho)`` and ``C >= sqrt(k) rho +
+    u sqrt(k) (1 + rho) + eta / 2``, ``rho = gamma_k + 8 u`` (proofs/interval_rounding.md,
+    "A grouped layer in balls")."""
+    u, eta = fmpq(1, 2**53), fmpq(1, 2**1074)
+    rho = k * u / (1 - k * u) + 8 * u
+    root = fmpq(math.isqrt(k * 4**40) + 1, 2**40)  # >= sqrt(k)
+    C = root * rho + u * root * (1 + rho) + eta / 2
+    return float(iv.enclose([1 - rho])[0][0]), float(iv.enclose([C])[1][0])
+
+
+def _ball_norm(
+    c: np.ndarray, R1: np.ndarray, k: int, eps: iv.Interval, out: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``([y~ | 1], e)``: ``y~ = c~ / s~`` computed in each group of ``k`` (``s~`` the computed
+    ``sqrt(|c~|^2 / k + eps)``) and ``e`` ``(m, groups)`` with ``|y_i - y~_i| <= e`` for
+    ``y = c / sqrt(|c|^2 / k + eps)`` of every ``c`` with ``||c - c~||_1 <= R1`` in the group:
+    ``e = R1 / s_lo + C`` with ``s_lo = s~ / (1 + rho) - R1`` (proofs/interval_rounding.md,
+    "A grouped layer in balls"); NaN (undecided) where ``|c~|^2`` is not in
+    ``[NORMAL_FLOOR, inf)`` or ``s_lo <= 0``.  ``out``: an ``(m, n + 1)`` array for ``[y~ | 1]``
+    (its rows may be strided)."""
+    m, n = c.shape
+    c3 = c.reshape(m, k, n // k)  # feature_order: c3[:, j, i] is feature j of group i
+    S = c3[:, 0] * c3[:, 0]  # |c~|^2, computed (in some order: any will do)
+    for j in range(1, k):
+        S += c3[:, j] * c3[:, j]
+    s = S / k
+    s += eps[1][0]
+    np.sqrt(s, out=s)
+    out = np.empty((m, n + 1)) if out is None else out
+    out[:, n] = 1.0
+    y3 = out[:, :n].reshape(m, k, n // k)  # a view (its rows are strided)
+    np.divide(c3, s[:, None, :], out=y3)
+    f, C = _norm_constants(k)
+    s_lo = iv.down(iv.down(s * f) - R1)
+    ok = (S >= NORMAL_FLOOR) & (s < np.inf) & (s_lo > 0)
+    e = iv.up_nonneg(np.divide(R1, s_lo, out=s_lo))
+    e += C
+    iv.up_nonneg(e)
+    e[~ok] = np.nan
+    return out, e
+
+
+def _grouped_ball_task(task: tuple[Any, ...]) -> tuple[np.ndarray, ...]:
+    """``(margin_lo, margin_hi, scores_lo, scores_hi)`` of some points (a task of
+    ``_grouped_interval_pass``)."""
+    layers, readout, eps, xm, xr, lab = task
+    *first, last = layers
+    m, k_cls = len(xm), readout.mid.shape[1]
+    n, g = last.mid.shape[1], last.err.shape[1]
+    width = max(max(layer.mid.shape[1] for layer in layers), xm.shape[1])
+    rows, big = max(1, GROUPED_BLOCK // width), max(1, GROUPED_READOUT // width)
+    z, zr = np.empty((m, k_cls)), np.empty((m, k_cls))
+    lost = np.zeros(m, dtype=bool)  # a radius not finite in some layer: the point decides nothing
     with np.errstate(all="ignore"):  # overflow and NaN leave points undecided, silently
-        for start in range(0, m, step):
-            sl = slice(start, min(start + step, m))
-            h = H[0][sl], H[1][sl]
-            for layer in first:
-                h = _blocked_layer(layer, h, eps)
-            rows = h[0].shape[0]
-            size = max(k, GROUPED_BLOCK // rows // k * k)  # whole groups
-            acc: list[iv.Interval] = []
-            for b0 in range(0, n, size):
-                part = slice(b0, min(b0 + size, n))
-                block = ((PW[0][part], PW[1][part]), (Pb[0][part], Pb[1][part]), k)
-                hb = _interval_layer(block, h, eps, True)
-                for i in range(k_cls):
-                    term = iv.mul((R[0][None, i, part], R[1][None, i, part]), hb)
-                    if b0 == 0:
-                        acc.append(term)
-                    else:  # feature j + b0 onto feature j: every addition outwards
-                        w = term[0].shape[1]
-                        lo, hi = iv.add((acc[i][0][:, :w], acc[i][1][:, :w]), term)
-                        acc[i][0][:, :w], acc[i][1][:, :w] = lo, hi
-            for i in range(k_cls):
-                zlo[sl, i], zhi[sl, i] = iv.add(iv.pairwise_total(acc[i]), (r[0][i], r[1][i]))
-    return zlo, zhi
+        for start in range(0, m, big):
+            stop = min(start + big, m)
+            ya, e = np.empty((stop - start, n + 1)), np.empty((stop - start, g))
+            for s0 in range(start, stop, rows):  # the layers, in cache-sized blocks
+                s1 = min(s0 + rows, stop)
+                xa, r = _augmented(xm[s0:s1]), None if xr is None else xr[s0:s1]
+                for layer in first:
+                    xa, r = _ball_norm(*_ball_affine(layer, xa, np.abs(xa), r), layer.k, eps)
+                    lost[s0:s1] |= ~np.isfinite(r).all(axis=1)
+                c, R1 = _ball_affine(last, xa, np.abs(xa), r)
+                part = slice(s0 - start, s1 - start)
+                e[part] = _ball_norm(c, R1, last.k, eps, ya[part])[1]
+            lost[start:stop] |= ~np.isfinite(e).all(axis=1)
+            z[start:stop], zr[start:stop] = _ball_affine(readout, ya, np.abs(ya), e)
+        zr[lost] = np.nan  # whatever BLAS makes of 0 * NaN
+        return (*_margins(z, zr, lab), iv.down(z - zr), iv.up(z + zr))
 
 
-def _blocked_layer(layer: Layer, h: iv.Interval, eps: iv.Interval) -> iv.Interval:
-    """``_interval_layer`` a block of whole groups at a time (for the layers of a grouped
-    net before its last)."""
-    PW, Pb, k = layer
-    n = PW[0].shape[0]
-    size = max(k, GROUPED_BLOCK // h[0].shape[0] // k * k)
-    out = np.empty((h[0].shape[0], n)), np.empty((h[0].shape[0], n))
-    for b0 in range(0, n, size):
-        part = slice(b0, min(b0 + size, n))
-        block = ((PW[0][part], PW[1][part]), (Pb[0][part], Pb[1][part]), k)
-        out[0][:, part], out[1][:, part] = _interval_layer(block, h, eps, True)
-    return out
+def _margins(z: np.ndarray, zr: np.ndarray, lab: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(lo, hi)`` around ``z_label - max_(j != label) z_j`` for every point, the exact scores
+    within ``zr`` of ``z``: ``z~_c - z~_j -+ (r_c + r_j)``, rounded outwards, the minimum over
+    ``j`` (NaN-propagating: a NaN anywhere leaves the point undecided); ``inf`` with one
+    class."""
+    m, k_cls = z.shape
+    if k_cls == 1:
+        return np.full(m, np.inf), np.full(m, np.inf)
+    own = np.arange(m), lab
+    d = z[own][:, None] - z  # (m, classes): z~_c - z~_j
+    r = iv.up_nonneg(zr[own][:, None] + zr)
+    lo, hi = iv.down(iv.down(d) - r), iv.up(iv.up(d) + r)
+    lo[own], hi[own] = np.inf, np.inf
+    return np.min(lo, axis=1), np.min(hi, axis=1)
 
 
 def scalar_interval_pass(

@@ -265,16 +265,28 @@ def forward(net: LNNet[Any], X: Any, backend: str = "float64") -> np.ndarray:
             raise InputError("X has NaN or infinite values: a net classifies finite points")
     if h.ndim != 2 or h.shape[1] != net.input_dim:
         raise InputError(f"expected an array of shape (m, {net.input_dim}), got {h.shape}")
+    rows = max(1, FLOAT_CHUNK // max((net.input_dim, *net.widths)))
     if backend in TORCH_BACKENDS:
-        return _forward_torch(net, h, TORCH_BACKENDS[backend])
+        return _forward_torch(net, h, TORCH_BACKENDS[backend], rows)
     dt = DTYPES[backend]
+    layers = [layer_arrays(net, i, dt) for i in range(net.depth)]
+    R, r = affine_arrays(net.readout, dt)
+    eps = dt(to_float(net.eps))
+    out = np.empty((len(h), len(net.classes)), dtype=dt)
     with np.errstate(all="ignore"):  # overflow and NaN make points wrong; check() counts them
-        h = h.astype(dt)
-        eps = dt(to_float(net.eps))
-        for i in range(net.depth):
-            h = run_layer(h, layer_arrays(net, i, dt), eps)
-        R, r = affine_arrays(net.readout, dt)
-        return product(h, R) + r
+        for start in range(0, len(h), rows):
+            part = h[start : start + rows].astype(dt)
+            for layer in layers:
+                part = run_layer(part, layer, eps)
+            out[start : start + rows] = product(part, R) + r
+    return out
+
+
+FLOAT_CHUNK = 1 << 16
+"""Points times features (of the widest layer) that :func:`forward` runs at once: its memory
+stays a few tens of MiB however many points (a point's floats do not depend on the others';
+a BLAS product, for fan-in above :data:`FIXED_ORDER_FAN_IN`, may round the last bits
+differently with another number of rows)."""
 
 
 def _predict(net: LNNet[Any], X: Any, backend: str) -> np.ndarray:
@@ -307,7 +319,8 @@ def layer_norm(Y: np.ndarray, eps: Any, groups: int = 1) -> np.ndarray:
     return Y / np.sqrt((Y * Y).mean(axis=-1, keepdims=True) + eps)
 
 
-def _forward_torch(net: LNNet[Any], h: np.ndarray, dtype: str) -> np.ndarray:
+def _forward_torch(net: LNNet[Any], h: np.ndarray, dtype: str, rows: int) -> np.ndarray:
+    """The scores by PyTorch's modules (:func:`to_torch`), ``rows`` points at a time."""
     torch = import_torch()
     # One thread, then the caller's count again: once PyTorch's OpenMP pool has run in this
     # process, a worker fork()ed later (lncapacity.parallel, as shatter uses) hangs in its first
@@ -318,8 +331,12 @@ def _forward_torch(net: LNNet[Any], h: np.ndarray, dtype: str) -> np.ndarray:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model = to_torch(net, dtype, finite=False)
+            out = np.empty((len(h), len(net.classes)), dtype=DTYPES[dtype])
             with torch.no_grad():
-                return model(torch.from_numpy(h.astype(DTYPES[dtype]))).numpy()
+                for start in range(0, len(h), rows):
+                    part = torch.from_numpy(h[start : start + rows].astype(DTYPES[dtype]))
+                    out[start : start + rows] = model(part).numpy()
+            return out
 
 
 @dataclass(frozen=True)

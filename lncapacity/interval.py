@@ -32,6 +32,7 @@ argument above, and ``min``/``max``/``down``/``up`` are monotone.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -114,6 +115,9 @@ def _as_fmpq(f: float) -> fmpq:
 
 def _enclose_one(q: fmpq) -> tuple[float, float]:
     p, d = int(q.p), int(q.q)
+    if d & (d - 1) == 0 and -(2**53) < p < 2**53 and d <= 2**1022:
+        f = p / d  # p 2^-e with |p| < 2^53, e <= 1022: a float, so the division is exact
+        return f, f
     try:
         f = p / d  # Python's int / int is correctly rounded
     except OverflowError:
@@ -238,6 +242,62 @@ def dot_rows(W: Interval, h: Interval) -> Interval:
         term = mul((W[0][None, i], W[1][None, i]), h)
         out[0][:, i], out[1][:, i] = pairwise_total(term)
     return out
+
+
+_U = 2.0**-53
+"""The unit roundoff of float64: ``|fl(t) - t| <= u |t|`` in the normal range."""
+
+
+@functools.lru_cache(maxsize=256)
+def dot_constants(n: int) -> tuple[float, float, float, float]:
+    """``(gamma, Gamma, E, T)`` for sums of ``n`` products, floats rounded up from the exact
+    rationals ``gamma_n = n u / (1 - n u)``, ``Gamma_n = n u / (1 - 2 n u)``, ``E = 2 n eta``
+    and ``T = E (1 + Gamma_n)`` (``u = 2^-53``, ``eta = 2^-1074``; proofs/interval_rounding.md,
+    "Products by BLAS")."""
+    u, eta = fmpq(1, 2**53), fmpq(1, 2**1074)
+    if 2 * n * u >= 1:
+        raise ValueError("a sum of more than 2^51 products")
+    gamma, Gamma = n * u / (1 - n * u), n * u / (1 - 2 * n * u)
+    E = 2 * n * eta
+    return tuple(float(enclose([v])[1][0]) for v in (gamma, Gamma, E, E * (1 + Gamma)))  # type: ignore[return-value]
+
+
+def up_nonneg(x: np.ndarray) -> np.ndarray:
+    """:func:`up` for arrays of non-negative floats (``+inf`` and NaN allowed), in place:
+    ``x + (x 2^-52 + 2^-1074)`` (the proof of :func:`up` with ``|x| = x``)."""
+    t = x * _REL
+    t += _TINY
+    x += t
+    return x
+
+
+def dot_error(n: int, computed_abs: np.ndarray) -> np.ndarray:
+    """A bound on ``|fl(sum a_i b_i) - sum a_i b_i|`` for sums of ``n`` products computed in any
+    order (BLAS, ``einsum``; fused multiply-adds allowed), from ``computed_abs``, the same sums
+    of ``|a_i b_i|`` as computed: ``Gamma_n S + T`` rounded up (proofs/interval_rounding.md,
+    "Products by BLAS")."""
+    _, Gamma, _, T = dot_constants(n)
+    e = up_nonneg(computed_abs * Gamma)
+    e += T
+    return up_nonneg(e)
+
+
+def upper_product(P: np.ndarray, Q: np.ndarray) -> np.ndarray:
+    """A float array ``>=`` the exact ``P @ Q`` for arrays of non-negative floats, by BLAS:
+    the computed product plus :func:`dot_error`."""
+    S = P @ Q
+    S += dot_error(P.shape[-1], S)
+    return up_nonneg(S)
+
+
+def ball(a: Interval) -> tuple[np.ndarray, np.ndarray]:
+    """The interval ``[lo, hi]`` as a midpoint and a radius ``(mid, rad)``, ``rad >= 0`` with
+    ``[lo, hi]`` inside ``[mid - rad, mid + rad]`` (``rad = 0`` where ``lo = hi``)."""
+    lo, hi = a
+    point = lo == hi
+    mid = np.where(point, lo, lo / 2 + hi / 2)  # any float will do: the radius covers the rest
+    rad = np.where(point, 0.0, np.maximum(up(hi - mid), up(mid - lo)))
+    return mid, np.where(np.isfinite(mid), rad, np.nan)
 
 
 def scalar_range(c: fmpq, g: fmpq, k: fmpq, a1: fmpq, a2: fmpq) -> Callable[[Interval], Interval]:

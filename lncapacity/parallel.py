@@ -20,12 +20,23 @@ _SIGNALS = {
 
 def _worker_signals() -> None:
     """In each worker: Ctrl-C is the parent's to handle (it stops the workers), and SIGTERM or
-    SIGHUP end the worker at once (not the parent's handlers, inherited through ``fork``)."""
+    SIGHUP end the worker at once (not the parent's handlers, inherited through ``fork``).
+    BLAS runs one thread in each worker (the workers already take the cores; more threads
+    would only wait for each other), where ``threadpoolctl`` is installed."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for sig in _SIGNALS - {signal.SIGINT}:
         signal.signal(sig, signal.SIG_DFL)
     if hasattr(signal, "pthread_sigmask"):  # blocked by _submit while forking: handled now
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
+    _one_blas_thread()
+
+
+def _one_blas_thread() -> None:
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - optional: scikit-learn's dependency
+        return
+    threadpool_limits(1, user_api="blas")
 
 
 def _submit(pool: ProcessPoolExecutor, fn: Callable[[T], R], task: T) -> Future[R]:

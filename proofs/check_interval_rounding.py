@@ -144,3 +144,119 @@ def test_enclose_is_tight_and_exact_for_floats():
 
 def test_this_machine_rounds_to_nearest_with_subnormals():
     assert iv.default_float_mode()
+
+
+# ---------------------------------------------------------------------------
+# Products by BLAS, and a grouped layer in balls (the grouped pass)
+
+
+def exact_sum(terms) -> Fraction:
+    return sum((q(a) * q(b) for a, b in terms), Fraction(0))
+
+
+def orders(a: np.ndarray, b: np.ndarray) -> list[float]:
+    """The same dot product in several orders: left to right, right to left, NumPy's pairwise
+    sum, BLAS, ``einsum``."""
+    forward = np.float64(0.0)
+    for x, y in zip(a, b, strict=True):
+        forward = forward + x * y
+    backward = np.float64(0.0)
+    for x, y in zip(a[::-1], b[::-1], strict=True):
+        backward = backward + x * y
+    return [
+        float(forward),
+        float(backward),
+        float((a * b).sum()),
+        float(a @ b),
+        float(np.einsum("i,i->", a, b)),
+    ]
+
+
+def test_dot_error_bounds_every_order():
+    rng = random.Random(11)
+    with np.errstate(all="ignore"):
+        for _ in range(150):
+            n = rng.choice([1, 2, 3, 7, 40, 120])
+            scale = rng.choice([0, -1060, -540, 500])  # subnormal products, large sums
+            a = np.array(
+                [np.ldexp(rng.uniform(-1, 1), scale + rng.randint(-5, 5)) for _ in range(n)]
+            )
+            b = np.array([rng.uniform(-1, 1) * 2.0 ** rng.randint(-20, 20) for _ in range(n)])
+            exact = exact_sum(zip(a, b, strict=True))
+            S = float(np.abs(a) @ np.abs(b))
+            bound = float(iv.dot_error(n, np.array([S]))[0])
+            for s in orders(a, b):
+                if np.isfinite(s) and np.isfinite(bound):
+                    assert abs(q(s) - exact) <= q(bound)
+            up = float(iv.upper_product(np.abs(a)[None, :], np.abs(b)[:, None])[0, 0])
+            if np.isfinite(up):
+                assert exact_sum(zip(np.abs(a), np.abs(b), strict=True)) <= q(up)
+
+
+def test_dot_constants_are_the_rationals_rounded_up():
+    u, eta = Fraction(1, 2**53), Fraction(1, 2**1074)
+    for n in (1, 3, 15067, 2**40):
+        gamma, Gamma, E, T = iv.dot_constants(n)
+        g, G = n * u / (1 - n * u), n * u / (1 - 2 * n * u)
+        assert g <= q(gamma) and G <= q(Gamma) and 2 * n * eta <= q(E)
+        assert 2 * n * eta * (1 + G) <= q(T)
+        assert g * (1 + G) == G and 1 / (1 - g) == 1 + G  # the identities the proof uses
+
+
+def test_the_normalisation_is_within_rho():
+    from flint import arb
+
+    from lncapacity.arith import precision
+    from lncapacity.certify import NORMAL_FLOOR, _norm_constants
+
+    rng = random.Random(12)
+    with precision(300):
+        for _ in range(300):
+            k = rng.choice([2, 3, 5, 64])
+            scale = rng.choice([-452, -300, 0, 200, 500])
+            c = np.array([np.ldexp(rng.uniform(-1, 1), scale) for _ in range(k)])
+            eps = rng.choice(
+                [fmpq(0), fmpq(1, 3), fmpq(1, 2**1070), fmpq(10) ** -rng.randint(1, 300)]
+            )
+            eps_hi = iv.enclose([eps])[1]
+            S = np.array([float(np.einsum("i,i->", c, c))])
+            if not S[0] >= NORMAL_FLOOR:
+                continue
+            s = float(np.sqrt(S / k + eps_hi)[0])
+            exact = (sum((arb(float(v)) ** 2 for v in c), arb(0)) / k + arb(eps)).sqrt()
+            f, _ = _norm_constants(k)
+            rho = 1 - q(f)  # f <= 1 - rho
+            dev = abs(exact / arb(s) - 1)
+            assert dev < arb(rho.numerator) / rho.denominator
+
+
+def test_the_grouped_ball_encloses_every_point_of_the_ball():
+    from flint import arb
+
+    from lncapacity.arith import precision
+    from lncapacity.certify import _ball_norm
+
+    rng = random.Random(13)
+    with precision(300):
+        for _ in range(200):
+            k = rng.choice([2, 3, 4])
+            scale = rng.choice([-400, -2, 0, 3, 300])
+            ct = np.array([[np.ldexp(rng.uniform(-1, 1), scale) for _ in range(k)]])
+            R1 = np.array([[abs(float(ct[0, 0])) * rng.choice([0.0, 1e-15, 1e-6, 0.3])]])
+            eps = rng.choice([fmpq(0), fmpq(1, 100), fmpq(1, 3)])
+            ya, e = _ball_norm(ct, R1, k, iv.enclose([eps]))
+            if not np.isfinite(e[0, 0]):
+                continue
+            for _ in range(5):  # points of the ball ||c - c~||_1 <= R1, exact
+                w = [rng.uniform(-1, 1) for _ in range(k)]
+                t = sum(abs(v) for v in w) or 1.0
+                c = [fmpq(*float(ct[0, i]).as_integer_ratio()) for i in range(k)]
+                r1 = fmpq(*float(R1[0, 0]).as_integer_ratio())
+                c = [
+                    ci + r1 * fmpq(*float(wi / t * 0.999).as_integer_ratio())
+                    for ci, wi in zip(c, w, strict=True)
+                ]
+                s = (sum((arb(ci) ** 2 for ci in c), arb(0)) / k + arb(eps)).sqrt()
+                for i in range(k):
+                    dev = abs(arb(c[i]) / s - arb(float(ya[0, i])))
+                    assert dev < arb(float(e[0, 0]))
