@@ -10,6 +10,7 @@ Each run is signalled only once it is demonstrably at work: its workers exist (`
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -99,10 +100,18 @@ def _start_at_work(args: list[str], folder: Path, ready: Callable[[int], bool]) 
         text=True,
     )
     deadline = time.monotonic() + 120
-    while not ready(p.pid):
-        assert p.poll() is None, f"{args[0]} ended before the signal: {p.communicate()}"
-        assert time.monotonic() < deadline, f"{args[0]} never got to work"
-        time.sleep(0.1)
+    try:
+        while not ready(p.pid):
+            assert p.poll() is None, f"{args[0]} ended before the signal: {p.communicate()}"
+            assert time.monotonic() < deadline, f"{args[0]} never got to work"
+            time.sleep(0.1)
+    except BaseException:  # a failed wait leaves no run (nor its workers) behind
+        for pid in children(p.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        p.kill()
+        p.communicate()
+        raise
     return p
 
 
