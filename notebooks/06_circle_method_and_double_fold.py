@@ -169,7 +169,7 @@ display(fig_w)
 # %%
 Xm, ym = make_moons(200, noise=0.1, random_state=0)
 moons = lncapacity.points_from_arrays(Xm, ym)
-barcode = lncapacity.build(moons)
+barcode = lncapacity.build(moons, method="runs")
 cert_m = lncapacity.certify(barcode, moons, workers=1)
 Xt, yt = make_moons(1000, noise=0.1, random_state=1)
 acc_net = float(np.mean(np.asarray(barcode.classes)[barcode.predict(Xt)] == yt))

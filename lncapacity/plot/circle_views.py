@@ -46,7 +46,8 @@ def _readout_cells(ax: Any, net: LNNet[Any], lim: float) -> bool:
     ``z_i = z_j`` where both are the largest score.  Float64: a picture, not a proof.
     """
     R, rb = affine_arrays(net.readout)
-    P = R @ np.stack([U_HAT, V_HAT], axis=1)  # (classes, 2): scores on the plane
+    with np.errstate(over="ignore", invalid="ignore"):  # a readout beyond floats: not drawn
+        P = R @ np.stack([U_HAT, V_HAT], axis=1)  # (classes, 2): scores on the plane
     if not np.all(np.isfinite(P)) or not np.all(np.isfinite(rb)):
         return False
     k = len(net.classes)
