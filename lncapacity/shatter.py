@@ -822,7 +822,7 @@ def verify_shatter(
     Nothing the file claims is passed on unchecked.  The header (points,
     dimension, ``eps``, depth, classes, the number of labelings) must be
     well-formed and consistent; raises :class:`InputError` otherwise, and for an
-    unreadable, corrupt or oversized file (:data:`MAX_POINTS`,
+    unreadable, corrupt or oversized file (``MAX_POINTS``,
     :data:`MAX_LINE_BYTES`).  Every record must be in its place (labelings
     ``0, 2, 4, ...`` once each, in order, each with its complement) with ``m``
     finite claimed margins >= 0 per labeling; its net must have the claimed

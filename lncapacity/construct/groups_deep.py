@@ -78,7 +78,7 @@ class Blocks:
 
     @property
     def groups(self) -> int:
-        """Groups of layers 1 and 2: ``B + 1 + sum_c U_c`` (at least one unit)."""
+        """The groups in layers 1 and 2, ``B + 1 + sum_c U_c`` (at least one unit)."""
         return len(self.starts) + 1 + max(1, sum(self.units.values()))
 
 

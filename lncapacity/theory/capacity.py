@@ -246,8 +246,9 @@ def parameter_count(net: LNNet[Any]) -> int:
 
 def random_labels(m: int, k: int, dim: int = 3, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``m`` standard normal points in ``R^dim`` (the same for every ``k``) and ``k`` uniformly
-    random labels ``0 .. k-1``, the first ``k`` points labelled ``0 .. k-1`` so that every
-    class is present (``m >= k``); seeded by ``(seed, m, dim)`` and ``(seed, m, dim, k)``."""
+    random labels in ``range(k)``, the first ``k`` points labelled ``0``, ``1``, up to
+    ``k - 1`` so that every class is present (``m >= k``); seeded by ``(seed, m, dim)`` and
+    ``(seed, m, dim, k)``."""
     X = np.random.default_rng([seed, m, dim]).standard_normal((m, dim))
     y = np.random.default_rng([seed, m, dim, k]).integers(0, k, m)
     y[:k] = np.arange(k)

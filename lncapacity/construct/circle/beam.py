@@ -95,7 +95,7 @@ def search(
     or when the search ends without finishing.  Then the returned
     state may have more than ``k`` boundaries; the caller finishes it with ``runs``.
 
-    ``deadline`` (a :func:`time.process_time` value): the search stops at the first layer
+    ``deadline`` (a ``time.process_time()`` value): the search stops at the first layer
     begun after it, as if it had reached ``max_depth`` (``--budget``; then the net depends
     on the machine's speed, not only on the seed).
     """
@@ -172,7 +172,7 @@ TRAIN_STEPS = 1500
 
 
 def past(deadline: float | None) -> bool:
-    """Whether the :func:`time.process_time` ``deadline`` (None: none) has passed."""
+    """Whether the ``time.process_time()`` ``deadline`` (None: none) has passed."""
     return deadline is not None and time.process_time() > deadline
 
 
