@@ -102,9 +102,9 @@ def main() -> None:
         for k in args.ks:
             skipped = None
             if m >= args.ln3_max:
-                skipped = f"m >= {args.ln3_max:,} (depth about m/2: hours)"
+                skipped = f"m >= {args.ln3_max:,} (--ln3-max)"
             elif k > 2 and m >= args.ln3_multiclass_max:
-                skipped = f"k > 2 and m >= {args.ln3_multiclass_max:,}"
+                skipped = f"k > 2 and m >= {args.ln3_multiclass_max:,} (--ln3-multiclass-max)"
             t = time.perf_counter()
             s = capacity_summary(
                 m, (k,), 3, args.seed, ln3=skipped is None, ranks=False, train=args.train
