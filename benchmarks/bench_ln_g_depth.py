@@ -19,20 +19,14 @@ import os
 import time
 
 import numpy as np
+from bench_ln_g import random_set  # the same sets as the depth-1 table
 from markdown_table import Markdown, add_option
 
 import lncapacity
 from lncapacity import floats
+from lncapacity.theory.capacity import parameter_count
 
 BACKENDS = ("float64", "float32", "torch-float64", "torch-float32")
-
-
-def random_set(m: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((m, 3))
-    y = rng.integers(0, k, m)
-    y[:k] = np.arange(k)  # every class present
-    return X, y
 
 
 def digits() -> tuple[np.ndarray, np.ndarray]:
@@ -40,11 +34,6 @@ def digits() -> tuple[np.ndarray, np.ndarray]:
 
     d = load_digits()
     return d.data.astype(int), d.target
-
-
-def parameters(net: lncapacity.LNNet) -> int:
-    """Weights and biases of every layer and the readout."""
-    return sum(len(a.W) * (len(a.W[0]) + 1) for a in (*net.layers, net.readout))
 
 
 def row(name: str, X: np.ndarray, y: np.ndarray, depth: int, eps: str) -> str:
@@ -69,7 +58,7 @@ def row(name: str, X: np.ndarray, y: np.ndarray, depth: int, eps: str) -> str:
         f"| {name} | {points.m} | {len(points.classes)} | {depth} | {meta['boundaries']} "
         f"| {meta['boundaries'] + 2} | {meta['blocks']} | {by_layer} | {groups} "
         f"({'<=' if groups <= target else '>'} {target:.0f}) | {sum(net.widths)} "
-        f"| {parameters(net)} | {t1 - t0:.1f} | {cert.certified}/{points.m} in {t2 - t1:.1f} "
+        f"| {parameter_count(net)} | {t1 - t0:.1f} | {cert.certified}/{points.m} in {t2 - t1:.1f} "
         f"(margin {cert.min_margin:.3f}) | {' | '.join(counts)} |"
     )
 
