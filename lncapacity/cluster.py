@@ -42,6 +42,18 @@ def distributed_module() -> Any:
     return distributed
 
 
+def local_cluster(workers: int) -> Any:
+    """The ``LocalCluster`` of ``local:N``: ``workers`` processes of one thread each, on
+    ``127.0.0.1`` only, no dashboard."""
+    return distributed_module().LocalCluster(
+        n_workers=workers,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+    )
+
+
 @contextlib.contextmanager
 def client(scheduler: str, timeout: float = 60) -> Iterator[Any]:
     """A ``distributed.Client`` for ``scheduler`` (``local:N`` or an address), closed at the
@@ -51,13 +63,7 @@ def client(scheduler: str, timeout: float = 60) -> Iterator[Any]:
     cluster = None
     try:
         if local:
-            cluster = distributed.LocalCluster(
-                n_workers=int(local.group(1)),
-                threads_per_worker=1,
-                processes=True,
-                host="127.0.0.1",
-                dashboard_address=None,
-            )
+            cluster = local_cluster(int(local.group(1)))
             c = distributed.Client(cluster, timeout=timeout)
         else:
             if scheduler.startswith("local"):

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from lncapacity.cluster import local_cluster
 from lncapacity.errors import InputError
 from lncapacity.shatter import shatter, verify_shatter
 
@@ -33,13 +34,7 @@ TIMEOUT = 120
 
 @pytest.fixture(scope="module")
 def cluster():
-    c = distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=None,
-    )
+    c = local_cluster(2)  # the cluster --scheduler local:2 starts
     client = distributed.Client(c, timeout=TIMEOUT)
     try:
         client.wait_for_workers(2, timeout=TIMEOUT)
