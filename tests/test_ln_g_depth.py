@@ -199,3 +199,16 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, options, message):
     lines = p.stderr.splitlines()
     assert len(lines) == 1 and message in lines[0], p.stderr
     assert not out.exists()
+
+
+def test_summary_quotes_the_width_3_bound_only_for_width_3_nets(tmp_path):
+    """``bound m - 2`` is PMA's depth bound for width-3 nets; an LN-G summary must not quote it."""
+    data = tmp_path / "p.csv"
+    data.write_text("x,label\n" + "".join(f"{i},{i % 2}\n" for i in range(6)))
+    net_lines = {}
+    for arch in ("ln-g", "ln3"):
+        p = _cli("certify", data, "--arch", arch, "--depth", 2 if arch == "ln-g" else 4, "--quiet")
+        assert p.returncode == 0, p.stderr
+        net_lines[arch] = p.stdout.splitlines()[1]
+    assert net_lines["ln-g"].startswith("net: width 12-3, depth 2, method blocks")
+    assert net_lines["ln3"].startswith("net: width 3, depth 4 (bound m - 2 = 4)")

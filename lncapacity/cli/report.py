@@ -286,7 +286,8 @@ def _text(s: dict[str, Any]) -> str:
     lines = [
         f"{s['data']}: {s['points']} points in R^{s['dim']}{dup}, classes {classes}",
         f"net: width {_width_text(s)}, depth {s['depth']}"
-        + (f" (bound m - 2 = {s['depth_bound']})" if s["method"] not in (None, "steps") else "")
+        # PMA's bound is for width-3 nets; LN-G nets (steps, blocks) have their own
+        + (f" (bound m - 2 = {s['depth_bound']})" if s["method"] and s["width"] == 3 else "")
         + (
             f", {s['folds']} before padding"
             if s["folds"] is not None and s["folds"] != s["depth"]
