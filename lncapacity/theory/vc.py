@@ -7,14 +7,17 @@ with its source and the best upper bound with its source:
 * lower bounds are theorems (a name and its file in ``proofs/``) or shattering certificates
   shipped in ``certificates/`` (:data:`CERTIFIED`: the command line re-checks them with
   ``verify-shatter`` on request);
-* the upper bounds are the line bound ``2^(L+1) - 1`` (``d = 1``, ``eps = 0``,
-  proofs/circle_maps.md, section 3) and Warren's counting bound (proofs/vc_upper.md), evaluated
-  exactly by :func:`warren_vc` for that depth, dimension and parameter count.
+* the upper bounds are the line bound ``2^L + 1`` (``d = 1``, ``eps = 0``: the break-point
+  theorem of proofs/circle_maps.md, section 3) and Warren's counting bound
+  (proofs/vc_upper.md), evaluated exactly by :func:`warren_vc` for that depth, dimension and
+  parameter count.
 
 >>> warren_vc(1, 1)  # depth 1 on a line: the counting bound alone
 72
 >>> sandwich("ln3", 2, 1).upper.value  # the line bound is smaller there
-7
+5
+>>> sandwich("ln3", 2, 1).gap  # 5 points are shattered (proofs/double_fold.md): VC = 5
+0
 """
 
 from __future__ import annotations
@@ -164,9 +167,11 @@ def warren_vc(depth: int, dim: int, groups: int = 1) -> int:
 
 
 def line_bound(depth: int) -> int:
-    """``2^(L+1) - 1``: on a line a width-3 depth-``L`` net (``eps = 0``) shatters no more
-    (proofs/circle_maps.md, section 3, Corollary)."""
-    return 2 ** (depth + 1) - 1
+    """``2^L + 1``: on a line a width-3 depth-``L`` net (``eps = 0``) shatters no more points
+    (proofs/circle_maps.md, section 3, Theorem (break points) and its Corollary: the label
+    changes at most ``2^L`` times along the line, alternating labels on ``n`` points need
+    ``n - 1`` changes)."""
+    return 2**depth + 1
 
 
 def _theorems(arch: str, groups: int, depth: int, dim: int) -> list[Bound]:
@@ -242,7 +247,7 @@ def sandwich(arch: str, depth: int, dim: int, groups: int = 1) -> Sandwich:
         uppers.append(
             Bound(
                 line_bound(depth),
-                "line bound 2^(L+1) - 1 (eps = 0)",
+                "line bound 2^L + 1 (break points, eps = 0)",
                 "proofs/circle_maps.md",
                 "theorem",
             )
