@@ -247,7 +247,7 @@ def sandwich(arch: str, depth: int, dim: int, groups: int = 1) -> Sandwich:
         uppers.append(
             Bound(
                 line_bound(depth),
-                "line bound 2^L + 1 (break points, eps = 0)",
+                "line bound 2^L + 1 (break-point theorem, section 3.1)",
                 "proofs/circle_maps.md",
                 "theorem",
             )
