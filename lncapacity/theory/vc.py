@@ -7,10 +7,10 @@ with its source and the best upper bound with its source:
 * lower bounds are theorems (a name and its file in ``proofs/``) or shattering certificates
   shipped in ``certificates/`` (:data:`CERTIFIED`: the command line re-checks them with
   ``verify-shatter`` on request);
-* the upper bounds are the line bound ``2^L + 1`` (``d = 1``, ``eps = 0``: the break-point
-  theorem of proofs/circle_maps.md, section 3) and Warren's counting bound
-  (proofs/vc_upper.md), evaluated exactly by :func:`warren_vc` for that depth, dimension and
-  parameter count.
+* the upper bounds are the line bound ``2^L + 1`` (``d = 1``: the break-point theorem of
+  proofs/circle_maps.md, section 3.1, for ``eps = 0``; section 3.2 for ``eps > 0``) and
+  Warren's counting bound (proofs/vc_upper.md), evaluated exactly by :func:`warren_vc` for
+  that depth, dimension and parameter count.
 
 >>> warren_vc(1, 1)  # depth 1 on a line: the counting bound alone
 72
@@ -167,10 +167,10 @@ def warren_vc(depth: int, dim: int, groups: int = 1) -> int:
 
 
 def line_bound(depth: int) -> int:
-    """``2^L + 1``: on a line a width-3 depth-``L`` net (``eps = 0``) shatters no more points
-    (proofs/circle_maps.md, section 3, Theorem (break points) and its Corollary: the label
-    changes at most ``2^L`` times along the line, alternating labels on ``n`` points need
-    ``n - 1`` changes)."""
+    """``2^L + 1``: on a line a width-3 depth-``L`` net shatters no more points
+    (proofs/circle_maps.md: the break-point theorem of section 3.1 for ``eps = 0``, the zero
+    count of section 3.2 for ``eps > 0``; the label changes at most ``2^L`` times along the
+    line, alternating labels on ``n`` points need ``n - 1`` changes)."""
     return 2**depth + 1
 
 
