@@ -49,6 +49,12 @@ def test_the_line_at_depth_two_and_beyond():
         (9, 0),
     ]
     assert [line_bound(L) for L in range(1, 6)] == [3, 5, 9, 17, 33]
+    s = sandwich("ln3", 4, 1)  # the circle search's 13 points (certified) against 2^4 + 1
+    assert (s.lower.value, s.lower.source, s.upper.value) == (
+        13,
+        "certificates/shatter-line-L4-n13.jsonl.gz",
+        17,
+    )
     s = sandwich("ln3", 11, 1)  # the line bound up to L = 11, the counting bound from L = 12 on
     assert s.upper.value == line_bound(11) == 2049 < warren_vc(11, 1)
     s = sandwich("ln3", 12, 1)
