@@ -2,10 +2,12 @@
 
 import math
 import random
+from pathlib import Path
 
 import numpy as np
+import pytest
 import sympy as sp
-from flint import arb, fmpq, fmpq_mpoly_ctx
+from flint import arb, fmpq, fmpq_mpoly_ctx, fmpq_poly
 
 from lncapacity.arith import precision
 from lncapacity.model import Affine, LNNet, layer_norm
@@ -324,3 +326,346 @@ def test_with_eps_the_direction_is_exact_and_the_radius_shrinks():
         assert all(abs(ratio[0] - r) < arb("1e-50") for r in ratio)  # same direction
         r0 = sum(v * v for v in h_0)
         assert abs(r0 - 3) < arb("1e-50") and ratio[0] < 1
+
+
+# --- 3.1 and 3.2: the line bound 2^L + 1 (break points for eps = 0, zeros for eps > 0) -------
+
+
+def test_a_ray_from_q_meets_the_circle_in_at_most_two_points():
+    t, s = sp.symbols("t s", real=True)
+    q = sp.Matrix(sp.symbols("q1:3", real=True))
+    v = sp.Matrix(sp.symbols("v1:3", real=True))
+    p = q + t * v  # e(phi) on the ray from q (t > 0): |p|^2 = 1 is a quadratic in t
+    quad = sp.Poly(sp.expand((p.T * p)[0] - 1), t)
+    assert quad.all_coeffs() == [(v.T * v)[0], 2 * (q.T * v)[0], (q.T * q)[0] - 1]
+    # |q| < 1: the product of the roots (|q|^2 - 1)/|v|^2 is negative: one positive root
+    # |q| = 1 (q a point of the circle, rationally parametrised): the roots are 0 and -2 q.v/|v|^2
+    on = sp.Matrix([(1 - s**2) / (1 + s**2), 2 * s / (1 + s**2)])
+    p = on + t * v
+    at_one = sp.factor(sp.simplify((p.T * p)[0] - 1))
+    assert sp.simplify(at_one - t * ((v.T * v)[0] * t + 2 * (on.T * v)[0])) == 0
+
+
+def test_rank_one_layers_and_the_first_layer_on_a_line():
+    t, t2, x, x2, s = sp.symbols("t t2 x x2 s", real=True)
+    a, u, c, n = (sp.Matrix(sp.symbols(f"{k}1:3", real=True)) for k in "aucn")
+    e = sp.Matrix(sp.symbols("e1:3", real=True))
+    # c off the line R a: distinct t give non-parallel c + t a (each direction: one t)
+    assert sp.expand(_cross(c + t * a, c + t2 * a) - (t2 - t) * _cross(c, a)) == 0
+    # c = s a: A e + c = (u . e + s) a, two directions switching where u . e + s = 0
+    assert sp.expand(a * u.T * e + s * a - ((u.T * e)[0] + s) * a) == sp.zeros(2, 1)
+    # the first layer on a line, x -> arg(n x + c): injective when c is not a multiple of n
+    assert sp.expand(_cross(n * x + c, n * x2 + c) - (x - x2) * _cross(n, c)) == 0
+
+
+def _exact(a: arb) -> fmpq:
+    m, e = a.man_exp()
+    return fmpq(m) * fmpq(2) ** int(e)
+
+
+def _univariate(f, nvars: int) -> fmpq_poly:
+    coeffs: dict[int, fmpq] = {}
+    for mono, coef in f.to_dict().items():
+        assert not any(mono[1:nvars]), "not free of the rhos"
+        coeffs[mono[0]] = coef
+    return fmpq_poly([coeffs.get(k, fmpq(0)) for k in range(max(coeffs, default=-1) + 1)])
+
+
+def _eliminated(F, ctx, norms) -> fmpq_poly:
+    """A polynomial in t vanishing wherever F does (section 3.2): r_k eliminated from the top
+    by f = a + b r_k -> a^2 - b^2 N_k, after replacing r_j^2 by N_j."""
+    f = F
+    for level in range(len(norms), 0, -1):
+        a, b = _split(_reduce(f, ctx, 1, norms), ctx, 1, level)
+        f = a * a - b * b * norms[level - 1]
+    return _univariate(_reduce(f, ctx, 1, norms), len(norms) + 1)
+
+
+def _sign_at(F, norms, t: fmpq) -> int:
+    """The sign of F at t, rigorously (the rhos as balls); F(t) != 0 is known."""
+    prec = 64
+    while prec <= 1 << 14:
+        with precision(prec):
+            rhos: list[arb] = []
+            for nrm in norms:
+                rhos.append(_eval_ball(nrm, [t], rhos, len(norms)).sqrt())
+            value = _eval_ball(F, [t], rhos, len(norms))
+            if value > 0 or value < 0:
+                return 1 if value > 0 else -1
+        prec *= 2
+    raise AssertionError("F(t) = 0 off the roots of its eliminated polynomial")
+
+
+def _signs_between_roots(F, ctx, norms) -> list[int] | None:
+    """The signs of F on the intervals between the real roots of its eliminated polynomial,
+    from left to right (F keeps its sign on each); None when that polynomial is 0."""
+    P = _eliminated(F, ctx, norms)
+    if P.is_zero():
+        return None
+    prec = 64
+    while True:  # isolating balls of the real roots (flint: imaginary part exactly 0)
+        with precision(prec):
+            roots = [r.real for r, _ in P.complex_roots() if r.imag.is_zero()]
+        if not roots:
+            return [_sign_at(F, norms, fmpq(0))]
+        lo, hi = zip(*sorted((_exact(r.lower()), _exact(r.upper())) for r in roots), strict=True)
+        if all(hi[i] < lo[i + 1] for i in range(len(roots) - 1)):
+            break
+        prec *= 2  # balls of different squarefree factors may overlap
+    points = [lo[0] - 1, *[(hi[i] + lo[i + 1]) / 2 for i in range(len(roots) - 1)], hi[-1] + 1]
+    return [_sign_at(F, norms, p) for p in points]
+
+
+def _changes(signs: list[int], cyclic: bool) -> int:
+    k = sum(signs[i] != signs[i + 1] for i in range(len(signs) - 1))
+    return k + (cyclic and signs[0] != signs[-1])
+
+
+def _circle_tower(start: str, layers: list, readout: tuple):
+    """F and the relations rho_j^2 = N_j of a chain of circle maps (the setting of section
+    3.1), homogeneous: G_(l+1) = A G_l + c rho_l, rho_l = |G_l|, F = w . G_L + r rho_L, so
+    F = rho_L s.  ``start`` "line": ``layers[0]`` is the first layer (n, c) on t = x;
+    "circle": t = tan(phi/2), G = (1 - t^2, 2t) = (1 + t^2) e(phi), whose length needs no
+    root.  One symbol r_j per layer."""
+    ctx = fmpq_mpoly_ctx.get(("t", *[f"r{j}" for j in range(1, len(layers) + 1)]), "lex")
+    t, *r = ctx.gens()
+    if start == "line":
+        (n, c), rest = layers[0], layers[1:]
+        G = [n[0] * t + c[0], n[1] * t + c[1]]
+        norms, rho = [G[0] * G[0] + G[1] * G[1]], r[0]
+    else:
+        G, rest, norms, rho = [1 - t * t, 2 * t], layers, [], 1 + t * t
+    for A, c in rest:
+        G = [A[i][0] * G[0] + A[i][1] * G[1] + c[i] * rho for i in (0, 1)]
+        norms.append(G[0] * G[0] + G[1] * G[1])
+        rho = r[len(norms) - 1]
+    w, r0 = readout
+    return w[0] * G[0] + w[1] * G[1] + r0 * rho, ctx, norms
+
+
+KINDS = ("fold", "inside", "on", "rank1", "rank1_through_0", "zero")
+
+
+def _random_layer(rng: random.Random, kind: str) -> tuple[list, list]:
+    """(A, c) of a circle map of the given kind (the cases of Lemma B), rational."""
+
+    def q(lo: int, hi: int) -> fmpq:
+        return fmpq(rng.randint(lo, hi), rng.randint(1, 4))
+
+    while True:
+        A = [[q(-6, 6), q(-6, 6)], [q(-6, 6), q(-6, 6)]]
+        if A[0][0] * A[1][1] - A[0][1] * A[1][0] != 0:
+            break
+    if kind in ("fold", "inside", "on"):  # c = -A p with the pole p outside, inside, on
+        if kind == "on":
+            s = q(-9, 9)
+            p = [(1 - s * s) / (1 + s * s), 2 * s / (1 + s * s)]
+        else:  # folds with the pole near the circle fold the most
+            while True:
+                p = [fmpq(rng.randint(-13, 13), 10), fmpq(rng.randint(-13, 13), 10)]
+                r2 = p[0] ** 2 + p[1] ** 2
+                if (1 < r2 < fmpq(17, 10)) if kind == "fold" else r2 < 1:
+                    break
+        return A, [-(A[i][0] * p[0] + A[i][1] * p[1]) for i in (0, 1)]
+    if kind == "zero":
+        return [[fmpq(0)] * 2] * 2, [q(1, 6), q(-6, 6)]
+    a, u = [q(1, 6), q(-6, 6)], [q(-6, 6), q(1, 6)]
+    A = [[a[i] * u[j] for j in (0, 1)] for i in (0, 1)]
+    if kind == "rank1_through_0":
+        s = q(-6, 6)
+        return A, [s * a[0], s * a[1]]
+    return A, [a[0] + q(1, 6), a[1] - q(1, 6)]  # not a multiple of a (a[0] > 0)
+
+
+def _random_net(rng: random.Random, L: int) -> tuple[list, tuple, list[str]]:
+    """A depth-L net on a line in circle form: the first layer (n, c), L - 1 circle maps of
+    random kinds (folds most often: they make the label changes), and the readout (w, r);
+    half the readouts are aimed: positive on a short arc around the image of a random point,
+    which a fold's image contains (so that the count reaches its bound)."""
+
+    def q(lo: int, hi: int) -> fmpq:
+        return fmpq(rng.randint(lo, hi), rng.randint(1, 4))
+
+    n = [q(1, 6), q(-6, 6)]
+    c = [q(-6, 6), q(-6, 6)] if rng.random() < 0.9 else [n[0] * 2, n[1] * 2]  # through 0
+    kinds = [rng.choice(KINDS[:1] * 6 + KINDS[1:]) for _ in range(L - 1)]
+    layers = [(n, c), *[_random_layer(rng, k) for k in kinds]]
+    if rng.random() < 0.5:
+        w = [q(-6, 6), q(-6, 6)]
+        return layers, (w, q(-3, 3) * (abs(w[0]) + abs(w[1])) / 6), kinds
+    s = fmpq(rng.randint(-20, 20), 10)  # a point of the line, or of the previous circle
+    if L == 1:
+        w = [n[i] * s + c[i] for i in (0, 1)]
+    else:
+        A, b = layers[-1]
+        e = [(1 - s * s) / (1 + s * s), 2 * s / (1 + s * s)]
+        w = [A[i][0] * e[0] + A[i][1] * e[1] + b[i] for i in (0, 1)]
+    if L == 2 and rng.random() < 0.5:  # the line's half circle centred on that point
+        layers[0] = ([-e[1], e[0]], e)
+    r = -fmpq(98 * math.isqrt(int(10**6 * (w[0] ** 2 + w[1] ** 2))), 10**5)  # -0.98 |w|
+    return layers, (w, r), kinds
+
+
+def break_numbers(layers: list, readout: tuple) -> list[int] | None:
+    """[c_0, c_1, ..., c_L] counted exactly: c_0 the label changes along the whole line, c_l
+    the cyclic label changes of the net's tail (layers l + 1..L, the readout) around circle l;
+    None when an eliminated polynomial is 0 (then the count is not decided this way)."""
+    out = []
+    tails = [("line", layers)] + [("circle", layers[k:]) for k in range(1, len(layers) + 1)]
+    for start, tail in tails:
+        signs = _signs_between_roots(*_circle_tower(start, tail, readout))
+        if signs is None:
+            return None
+        out.append(_changes(signs, cyclic=start == "circle"))
+    return out
+
+
+def test_break_numbers_of_random_nets_obey_lemma_b_and_the_theorem():
+    rng = random.Random(32)
+    seen_kinds, best, undecided = set(), {}, 0
+    for L, nets in ((1, 30), (2, 100), (3, 100)):
+        for _ in range(nets):
+            layers, readout, kinds = _random_net(rng, L)
+            c = break_numbers(layers, readout)
+            if c is None:
+                undecided += 1
+                continue
+            seen_kinds.update(kinds)
+            assert c[L] <= 2  # the readout: a line meets the circle twice
+            assert all(c[k - 1] <= 2 * c[k] for k in range(2, L + 1))  # Lemma B
+            assert c[0] <= c[1] <= 2**L  # the first layer, the theorem
+            best[L] = [max(b, k) for b, k in zip(best.get(L, [0, 0]), c[:2], strict=True)]
+    assert seen_kinds == set(KINDS) and undecided <= 5
+    # the bounds are reached (the count is not vacuous): 2 and 4 changes on the line at
+    # L = 1, 2 with c_1 = 2 c_2 (Lemma B sharp); the line at L = 3: the certificate below
+    assert best[1][0] == 2 and best[2] == [4, 4] and best[3][0] >= 4
+
+
+def _lnnet_tower(net: LNNet) -> tuple:
+    """F = rho_L (z_1 - z_0) along the line t -> net(t) of a width-3 net on R, in the net's
+    own 3-D form, homogeneous (section 3.2): Y_1 = W_1 t + b_1, Y_(l+1) = W P Y_l + b rho_l,
+    rho_l^2 = N_l = var(Y_l) + eps rho_(l-1)^2 (rho_0 = 1); any eps >= 0."""
+    L = net.depth
+    ctx = fmpq_mpoly_ctx.get(("t", *[f"r{j}" for j in range(1, L + 1)]), "lex")
+    t, *r = ctx.gens()
+
+    def centred(Y: list) -> list:
+        mean = (Y[0] + Y[1] + Y[2]) * fmpq(1, 3)
+        return [y - mean for y in Y]
+
+    first = net.layers[0]
+    Y = [first.W[i][0] * t + first.b[i] for i in range(3)]
+    norms = []
+    for layer in net.layers:
+        if norms:  # a later layer: its pre-activation times rho_(l-1)
+            C, rho = centred(Y), r[len(norms) - 1]
+            Y = [sum(layer.W[i][j] * C[j] for j in range(3)) + layer.b[i] * rho for i in range(3)]
+        C = centred(Y)
+        previous = r[len(norms) - 1] ** 2 if norms else 1
+        norms.append((C[0] ** 2 + C[1] ** 2 + C[2] ** 2) * fmpq(1, 3) + net.eps * previous)
+    C, (R0, R1), (b0, b1) = centred(Y), net.readout.W, net.readout.b
+    F = sum((R1[j] - R0[j]) * C[j] for j in range(3)) + (b1 - b0) * r[L - 1]
+    return F, ctx, norms
+
+
+def _line_changes(net: LNNet, points: list[fmpq]) -> tuple[int, int, list[int]]:
+    """(the label changes along the whole line, the degree of the eliminated polynomial, the
+    signs of F at ``points``), exactly; F's signs checked against the net's forward pass."""
+    F, ctx, norms = _lnnet_tower(net)
+    signs = _signs_between_roots(F, ctx, norms)
+    assert signs is not None
+    at = [_sign_at(F, norms, x) for x in points]
+    with precision(200):
+        ball = net.map(arb)
+        for x, sign in zip(points, at, strict=True):
+            z = ball.forward([arb(x)], arb.sqrt)
+            assert (z[1] - z[0] > 0) == (sign > 0) and (z[1] - z[0] < 0) == (sign < 0)
+    return _changes(signs, cyclic=False), _eliminated(F, ctx, norms).degree(), at
+
+
+def _certificate_nets_obey_the_line_bound(name: str, every: int) -> int:
+    """Every ``every``-th record of a line certificate (and the alternating labeling's): the
+    net's label changes along the whole line, counted exactly, are at most 2^L, and the net
+    gives the certified labels; returns the most changes seen."""
+    from lncapacity.shatter import _decode, _lines, _read_header, _swapped, labels_of
+
+    path = Path(__file__).resolve().parents[1] / "certificates" / name
+    lines = _lines(path)
+    header = _read_header(next(lines)[1], path)
+    X, m, L = [p[0] for p in header.points], header.m, header.depth
+    alternating = {sum(1 << i for i in range(m) if i % 2 == j) for j in (0, 1)}
+    most = 0
+    for i, (_, rec) in enumerate(lines):
+        if "labeling" not in rec:
+            continue  # the summary
+        pair = (rec["labeling"], rec["complement"]["labeling"])
+        if i % every and not alternating & set(pair):
+            continue
+        net = _decode(rec, header)
+        for k, n in zip(pair, (net, _swapped(net)), strict=True):
+            changes, degree, signs = _line_changes(n, X)
+            assert [int(s > 0) for s in signs] == labels_of(k, m)  # the certified labels
+            assert degree <= 2**L and changes <= 2**L  # sections 3.1 and 3.2
+            most = max(most, changes)
+    return most
+
+
+def test_the_line_certificate_nets_at_depth_3_change_label_at_most_8_times():
+    assert _certificate_nets_obey_the_line_bound("shatter-line-L3-n9.jsonl.gz", 16) == 8
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name, most",
+    [
+        ("shatter-line-L3-n9.jsonl.gz", 8),
+        ("shatter-line-L4-n11.jsonl.gz", 10),
+        ("shatter-line-L4-n13.jsonl.gz", 12),
+    ],
+)
+def test_every_net_of_the_line_certificates_obeys_the_line_bound(name, most):
+    assert _certificate_nets_obey_the_line_bound(name, 1) >= most
+
+
+def _random_lnnet(rng: random.Random, L: int, eps: fmpq) -> LNNet:
+    def q() -> fmpq:
+        return fmpq(rng.randint(-6, 6), rng.randint(1, 4))
+
+    layers = [Affine(tuple((q(),) for _ in range(3)), tuple(q() for _ in range(3)))]
+    layers += [
+        Affine(tuple(tuple(q() for _ in range(3)) for _ in range(3)), tuple(q() for _ in range(3)))
+        for _ in range(L - 1)
+    ]
+    readout = Affine(tuple(tuple(q() for _ in range(3)) for _ in range(2)), (q(), q()))
+    return LNNet(1, 3, eps, tuple(layers), readout, (0, 1))
+
+
+def test_with_eps_the_score_on_a_line_has_at_most_2_to_the_L_zeros():
+    rng = random.Random(3)
+    points = [fmpq(-2), fmpq(0), fmpq(1, 3), fmpq(5)]
+    for L, nets in ((1, 12), (2, 12), (3, 6)):
+        degrees, most = set(), 0
+        for i in range(nets):
+            eps = (fmpq(1, 10), fmpq(1, 1000), fmpq(2))[i % 3]
+            changes, degree, _ = _line_changes(_random_lnnet(rng, L, eps), points)
+            assert degree <= 2**L and changes <= 2**L  # Lemma Z, the theorem of 3.2
+            degrees.add(degree)
+            most = max(most, changes)
+        assert max(degrees) == 2**L and most >= 1  # the degree bound is reached
+
+
+def test_with_a_small_eps_the_alternating_net_at_depth_3_still_changes_8_times():
+    # the certificate's net for 010101010, with eps = 10^-30 instead of 0: the labels at
+    # 0..8 survive, so 8 changes, and Lemma Z allows no more
+    from dataclasses import replace
+
+    from lncapacity.shatter import _decode, _lines, _read_header, labels_of
+
+    path = Path(__file__).resolve().parents[1] / "certificates/shatter-line-L3-n9.jsonl.gz"
+    lines = _lines(path)
+    header = _read_header(next(lines)[1], path)
+    rec = next(r for _, r in lines if r.get("labeling") in (170, 341))
+    net = replace(_decode(rec, header), eps=fmpq(1, 10**30))
+    changes, degree, signs = _line_changes(net, [p[0] for p in header.points])
+    assert [int(s > 0) for s in signs] == labels_of(rec["labeling"], 9)
+    assert changes == 8 and degree <= 8

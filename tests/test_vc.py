@@ -40,11 +40,25 @@ def test_the_json_names_a_source_for_each_bound(capsys, args):
 
 
 def test_the_line_at_depth_two_and_beyond():
-    s = sandwich("ln3", 2, 1)  # 5 proved (double fold), 7 the line bound
+    s = sandwich("ln3", 2, 1)  # 5 proved (double fold), 5 the line bound 2^L + 1: closed
     assert (s.lower.value, s.lower.source) == (5, "proofs/double_fold.md")
-    assert (s.upper.value, s.upper.source) == (7, "proofs/circle_maps.md")
-    s = sandwich("ln3", 11, 1)  # the counting bound wins from L = 11 on
-    assert s.upper.value == warren_vc(11, 1) < line_bound(11)
+    assert (s.upper.value, s.upper.source) == (5, "proofs/circle_maps.md") and s.gap == 0
+    # 3 and 9 too: the theorem 2L + 1 at L = 1, the certificate at L = 3
+    assert [(sandwich("ln3", L, 1).lower.value, sandwich("ln3", L, 1).gap) for L in (1, 3)] == [
+        (3, 0),
+        (9, 0),
+    ]
+    assert [line_bound(L) for L in range(1, 6)] == [3, 5, 9, 17, 33]
+    s = sandwich("ln3", 4, 1)  # the circle search's 13 points (certified) against 2^4 + 1
+    assert (s.lower.value, s.lower.source, s.upper.value) == (
+        13,
+        "certificates/shatter-line-L4-n13.jsonl.gz",
+        17,
+    )
+    s = sandwich("ln3", 11, 1)  # the line bound up to L = 11, the counting bound from L = 12 on
+    assert s.upper.value == line_bound(11) == 2049 < warren_vc(11, 1)
+    s = sandwich("ln3", 12, 1)
+    assert s.upper.value == warren_vc(12, 1) < line_bound(12) == 4097
     s = sandwich("ln-g", 1, 1, 5)
     assert (s.lower.value, s.lower.source) == (11, "proofs/ln_g_vc.md")
 
@@ -58,7 +72,7 @@ def test_a_certificate_lower_bound_is_verified_on_request(capsys):
 
 def test_the_text_names_the_sources(capsys):
     code, out, _ = _vc(capsys, "--depth", "2")
-    assert code == 0 and "5 <= VC <= 7" in out
+    assert code == 0 and "5 <= VC <= 5   (gap 0)" in out
     assert "proofs/double_fold.md" in out and "proofs/circle_maps.md" in out
 
 

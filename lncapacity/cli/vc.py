@@ -16,7 +16,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="lower and upper bounds on the VC dimension, with their sources",
         description="The VC dimension of depth-L nets on R^d (eps = 0): the best proved or "
         "certified lower bound (a theorem in proofs/, or a shattering certificate shipped in "
-        "certificates/) and the best upper bound (the line bound 2^(L+1) - 1 for d = 1; Warren's "
+        "certificates/) and the best upper bound (the line bound 2^L + 1 for d = 1; Warren's "
         "counting bound evaluated exactly, proofs/vc_upper.md), and the gap.",
     )
     v.add_argument("--depth", type=int_in(1, 4096), required=True, metavar="L")

@@ -7,14 +7,17 @@ with its source and the best upper bound with its source:
 * lower bounds are theorems (a name and its file in ``proofs/``) or shattering certificates
   shipped in ``certificates/`` (:data:`CERTIFIED`: the command line re-checks them with
   ``verify-shatter`` on request);
-* the upper bounds are the line bound ``2^(L+1) - 1`` (``d = 1``, ``eps = 0``,
-  proofs/circle_maps.md, section 3) and Warren's counting bound (proofs/vc_upper.md), evaluated
-  exactly by :func:`warren_vc` for that depth, dimension and parameter count.
+* the upper bounds are the line bound ``2^L + 1`` (``d = 1``: the break-point theorem of
+  proofs/circle_maps.md, section 3.1, for ``eps = 0``; section 3.2 for ``eps > 0``) and
+  Warren's counting bound (proofs/vc_upper.md), evaluated exactly by :func:`warren_vc` for
+  that depth, dimension and parameter count.
 
 >>> warren_vc(1, 1)  # depth 1 on a line: the counting bound alone
 72
 >>> sandwich("ln3", 2, 1).upper.value  # the line bound is smaller there
-7
+5
+>>> sandwich("ln3", 2, 1).gap  # 5 points are shattered (proofs/double_fold.md): VC = 5
+0
 """
 
 from __future__ import annotations
@@ -98,6 +101,7 @@ CERTIFIED: tuple[Certified, ...] = (
     Certified("ln3", 1, 1, 2, 6, "certificates/shatter-plane-L1-n6.jsonl.gz"),
     Certified("ln3", 1, 3, 1, 9, "certificates/shatter-line-L3-n9.jsonl.gz"),
     Certified("ln3", 1, 4, 1, 11, "certificates/shatter-line-L4-n11.jsonl.gz"),
+    Certified("ln3", 1, 4, 1, 13, "certificates/shatter-line-L4-n13.jsonl.gz"),
     Certified("ln-g", 2, 1, 1, 5, "certificates/shatter-ln-g2-L1-n5.jsonl.gz"),
     Certified("ln-g", 3, 1, 1, 7, "certificates/shatter-ln-g3-L1-n7.jsonl.gz"),
     Certified("ln-g", 4, 1, 1, 9, "certificates/shatter-ln-g4-L1-n9.jsonl.gz"),
@@ -164,9 +168,11 @@ def warren_vc(depth: int, dim: int, groups: int = 1) -> int:
 
 
 def line_bound(depth: int) -> int:
-    """``2^(L+1) - 1``: on a line a width-3 depth-``L`` net (``eps = 0``) shatters no more
-    (proofs/circle_maps.md, section 3, Corollary)."""
-    return 2 ** (depth + 1) - 1
+    """``2^L + 1``: on a line a width-3 depth-``L`` net shatters no more points
+    (proofs/circle_maps.md: the break-point theorem of section 3.1 for ``eps = 0``, the zero
+    count of section 3.2 for ``eps > 0``; the label changes at most ``2^L`` times along the
+    line, alternating labels on ``n`` points need ``n - 1`` changes)."""
+    return 2**depth + 1
 
 
 def _theorems(arch: str, groups: int, depth: int, dim: int) -> list[Bound]:
@@ -242,7 +248,7 @@ def sandwich(arch: str, depth: int, dim: int, groups: int = 1) -> Sandwich:
         uppers.append(
             Bound(
                 line_bound(depth),
-                "line bound 2^(L+1) - 1 (eps = 0)",
+                "line bound 2^L + 1 (break-point theorem, section 3.1)",
                 "proofs/circle_maps.md",
                 "theorem",
             )
