@@ -10,18 +10,23 @@ seed 0):
 * logistic regression, k-nearest neighbours (k = 5), an MLP (one hidden layer of 100 ReLUs).
 
 Columns: mean test accuracy, mean fit time per fold (measured under whatever load the machine
-has: compare within one table only), and for the LN-Nets the mean certified fraction of the
-training points (exact certificate) and the depth (min-max over the folds), and the backend
-``predict`` ran (``float64`` when float-faithful on the training points, else ``exact``).
+has: compare within one table only; each fold's predict time is printed with its line), and
+for the LN-Nets the mean certified fraction of the training points (exact certificate) and the
+depth (min-max over the folds), and the backend ``predict`` ran (``float64`` when
+float-faithful on the training points, else ``exact``).
 
     python benchmarks/bench_practitioner.py [--folds 5] [--data iris,wine,...]
-        [--models construct,train,...] [--markdown docs/tables/practitioner.md]
+        [--models construct,train,...] [--first K] [--markdown docs/tables/practitioner.md]
+
+Ctrl-C (or SIGTERM) ends the row running with the folds it finished (marked "stopped" in
+the table); the next rows still run and the table is written.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import time
 import warnings
 from collections.abc import Callable
@@ -31,7 +36,7 @@ import numpy as np
 from markdown_table import Markdown, add_option
 from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold, cross_validate
+from sklearn.model_selection import StratifiedKFold
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
@@ -65,17 +70,52 @@ HEADER = (
 )
 
 
-def row(name: str, model: str, folds: int) -> tuple[str, ...]:
+def row(name: str, model: str, folds: int, first: int | None = None) -> tuple[str, ...]:
+    """One table row: ``model`` on data set ``name`` over the ``folds``-fold splits (only the
+    first ``first`` of them when given); each fold's figures are printed as it ends.  An
+    interruption (Ctrl-C, SIGTERM) ends the row with the folds done so far, labelled so in
+    its model cell."""
     X, y = DATA[name](return_X_y=True)
-    cv = StratifiedKFold(folds, shuffle=True, random_state=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # float-faithfulness and convergence: in the columns
-        r = cross_validate(
-            make_pipeline(StandardScaler(), MODELS[model]()), X, y, cv=cv, return_estimator=True
-        )
-    last = [p[-1] for p in r["estimator"]]
-    acc = f"{np.mean(r['test_score']):.3f} ± {np.std(r['test_score']):.3f}"
-    fit = f"{np.mean(r['fit_time']):.2f}"
+    splits = list(StratifiedKFold(folds, shuffle=True, random_state=0).split(X, y))[:first]
+    scores: list[float] = []
+    fit_times: list[float] = []
+    last: list[Any] = []
+    start = time.perf_counter()
+    try:
+        for k, (train, test) in enumerate(splits):
+            pipe = make_pipeline(StandardScaler(), MODELS[model]())
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # float-faithfulness, convergence: in the columns
+                t0 = time.perf_counter()
+                pipe.fit(X[train], y[train])
+                t1 = time.perf_counter()
+                score = float(pipe.score(X[test], y[test]))
+            fit_times.append(t1 - t0)
+            scores.append(score)
+            LOADS.append(_load())
+            last.append(pipe[-1])
+            extra = ""
+            if isinstance(pipe[-1], LNNetClassifier):
+                c = pipe[-1]
+                extra = (
+                    f", certified {c.certified_fraction_:.3f}, depth {c.depth_}, "
+                    f"predict backend {c.backend_}"
+                )
+            print(
+                f"  {name} {model} fold {k + 1}/{folds}: test accuracy {score:.3f}, "
+                f"fit {t1 - t0:.2f} s, predict {time.perf_counter() - t1:.2f} s{extra}",
+                flush=True,
+            )
+    except KeyboardInterrupt:
+        if not scores:
+            return (
+                name,
+                f"{model}: stopped in fold 1 after {time.perf_counter() - start:.0f} s",
+                *("-" for _ in HEADER[2:]),
+            )
+        model = f"{model} ({len(scores)} of {folds} folds; stopped)"
+    acc = f"{np.mean(scores):.3f} ± {np.std(scores):.3f}"
+    fit = f"{np.mean(fit_times):.2f}"
     if isinstance(last[0], LNNetClassifier):
         certified = f"{np.mean([c.certified_fraction_ for c in last]):.3f}"
         depths = [c.depth_ for c in last]
@@ -87,29 +127,52 @@ def row(name: str, model: str, folds: int) -> tuple[str, ...]:
     return (name, model, acc, fit, certified, depth, backend)
 
 
+LOADS: list[float] = []
+"""The 1-minute load average read after each fold (the note gives its range)."""
+
+
+def _load() -> float:
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+
+
+def _interrupt(signo: int, _frame: object) -> None:
+    raise KeyboardInterrupt(signo)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--folds", type=int, default=5)
+    p.add_argument(
+        "--first",
+        type=int,
+        metavar="K",
+        help="run only the first K of the --folds splits (the same splits; for slow rows)",
+    )
     p.add_argument(
         "--data", default=",".join(DATA), help="comma-separated, from: " + ", ".join(DATA)
     )
     p.add_argument("--models", default=",".join(MODELS), help="from: " + ", ".join(MODELS))
     add_option(p)
     args = p.parse_args()
+    signal.signal(signal.SIGTERM, _interrupt)  # as Ctrl-C: the row ends, the table is written
     names = [n.strip() for n in args.data.split(",")]
     models = [m.strip() for m in args.models.split(",")]
     rows = []
     start = time.perf_counter()
     for name in names:
         for model in models:
-            rows.append(row(name, model, args.folds))
+            rows.append(row(name, model, args.folds, args.first))
             print(" | ".join(rows[-1]), flush=True)
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    LOADS.append(_load())
+    scope = f"the first {args.first} folds of " if args.first else ""
     note = (
-        f"{args.folds}-fold stratified cross-validation (shuffled, seed 0), StandardScaler "
-        f"first; {time.perf_counter() - start:.0f} s in all, load average {load:.1f} on "
-        f"{os.cpu_count()} cores (fit times under that load)"
+        f"{scope}{args.folds}-fold stratified cross-validation (shuffled, seed 0), StandardScaler "
+        f"first; {time.perf_counter() - start:.0f} s in all, load average {min(LOADS):.1f} to "
+        f"{max(LOADS):.1f} (read after each fold) on {os.cpu_count()} cores (fit times under "
+        "that load)"
     )
+    if any("stopped" in r[1] for r in rows):
+        note += "; rows marked stopped were ended by an interrupt (figures of the folds done)"
     print(note)
     md = Markdown(args.markdown)
     md.add("| " + " | ".join(HEADER) + " |")

@@ -1,10 +1,13 @@
 """Progress on a terminal (issue 29): a tqdm bar on stderr, drawn over itself, cleared at the end
 and when the run is interrupted; notes above it; nothing with ``--quiet``; tqdm not imported
-for ``--help`` or off a terminal.  The plain lines off a terminal: ``test_scale.py``."""
+for ``--help`` or off a terminal.  The plain lines off a terminal: ``test_scale.py``.  The watch
+(issue 35): the phase shown once the run has lasted ``Bar.FIRST`` seconds, before a silent
+search's first callback; stopped however the run ends."""
 
 from __future__ import annotations
 
 import io
+import math
 import os
 import random
 import re
@@ -18,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from lncapacity.cli import Bar
+from lncapacity.cli.common import run
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {k: v for k, v in os.environ.items() if k != "LNCAPACITY_DEBUG"} | {"PYTHONPATH": str(ROOT)}
@@ -71,6 +75,97 @@ def test_tqdm_is_imported_only_to_draw():
     )
     r = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True)
     assert r.stdout == "False\n", r.stderr
+
+
+def test_tick_shows_the_phase_before_any_callback(monkeypatch):
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    bar = Bar("folding", True, tty=False)
+    bar.FIRST = bar.PERIOD = math.inf  # no line of the bar's own: only what tick shows
+    bar.phase("circle search")
+    assert err.getvalue() == ""
+    bar.tick()  # what the watch does once the run has lasted FIRST seconds
+    bar.tick()  # once: a line shows already
+    bar(2, 10)  # the search's first callback: within PERIOD of that line
+    bar.close()
+    bar.tick()  # nothing after the end
+    assert re.fullmatch(r"lncapacity: folding: circle search \(\d+ s\)\n", err.getvalue())
+    counted = Bar("folding", True, tty=False)
+    counted.FIRST = counted.PERIOD = math.inf
+    counted(3, 10)
+    counted.tick()  # a callback came, but showed nothing: its counts
+    assert re.fullmatch(r"lncapacity: folding 3/10 \(\d+ s\)", err.getvalue().splitlines()[-1])
+    counted.close()
+    quiet = Bar("folding", False, tty=False)
+    quiet.tick()
+    quiet.close()
+    assert len(err.getvalue().splitlines()) == 2
+
+
+def test_tick_draws_the_bar_on_a_terminal(monkeypatch):
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    bar = Bar("folding", True, tty=True)
+    bar.phase("circle search")
+    assert err.getvalue() == ""
+    bar.tick()
+    assert screen(err.getvalue())[-1].startswith("folding: circle search   0%|")
+    assert "0/?" in screen(err.getvalue())[-1]  # the total comes with the first callback
+    bar(3, 10)
+    assert "3/10" in screen(err.getvalue())[-1]
+    bar.close()
+    bar.tick()
+    assert screen(err.getvalue()) == [""]
+
+
+def test_the_watch_shows_the_phase_while_the_search_is_silent(monkeypatch):
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    bars: list[Bar] = []
+
+    def silent_search(bar: Bar) -> str:
+        bars.append(bar)
+        bar.phase("circle search")
+        assert bar.watch is not None
+        bar.watch.join(timeout=120)  # silent until the watch has shown the phase
+        shown = err.getvalue()
+        bar(2, 10)  # then the first callback
+        return shown
+
+    shown, _ = run("folding", False, silent_search)
+    assert re.fullmatch(r"lncapacity: folding: circle search \(\d+ s\)\n", shown), shown
+    assert not bars[0].watch.is_alive()
+    assert run("folding", True, lambda bar: bar.watch)[0] is None  # --quiet: no watch
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, ValueError])
+def test_the_watch_stops_however_the_run_ends(monkeypatch, error):
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    bars: list[Bar] = []
+
+    def failing(bar: Bar) -> None:
+        bars.append(bar)
+        bar.phase("circle search")
+        raise error
+
+    with pytest.raises(error):
+        run("folding", False, failing)
+    assert bars[0].watch is not None and not bars[0].watch.is_alive()
+    bars[0].tick()  # as a late watch would: the run has ended, nothing shows
+    assert err.getvalue() == ""
+
+
+def test_the_watch_off_a_terminal_does_not_import_tqdm():
+    code = (
+        "import sys, lncapacity.cli as c\n"
+        "with c.Bar('x', True, tty=False) as b:\n"
+        "    b.tick()\n"
+        "print('tqdm' in sys.modules, b.watch.is_alive())"
+    )
+    r = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True)
+    assert r.stdout == "False False\n", r.stderr
+    assert re.fullmatch(r"lncapacity: x \(\d+ s\)\n", r.stderr), r.stderr
 
 
 def _on_a_terminal(args: list[str], folder: Path, stop_at: str | None = None) -> dict:

@@ -85,6 +85,13 @@ class Bar:
     stays clean), and nothing is printed when not ``enabled`` (``--quiet``).  :meth:`note`
     prints a message at once (e.g. that the construction falls back to another method), above
     the bar; :meth:`close` clears the bar from the terminal.
+
+    Used as a context manager (as :func:`run` does), the bar also has a watch: a thread that
+    waits :data:`FIRST` seconds and then shows the phase running (:meth:`tick`) unless a line
+    or the bar already shows, so a long run says what it does within a second or two even
+    when its first callback comes much later (issue 35: the circle search on digits is silent
+    for ten seconds).  Leaving the block stops the watch before the bar is cleared; a run done
+    within :data:`FIRST` seconds prints nothing, as before.
     """
 
     PERIOD = 5.0
@@ -109,34 +116,78 @@ class Bar:
         self.lines = 0  # plain lines printed
         self.bar: Any = None  # the tqdm bar, made when first drawn
         self.drawn = False  # whether a bar may be on the terminal
+        self.counts: tuple[int, int] | None = None  # the last callback's (done, total)
+        self.lock = threading.RLock()  # the watch's thread and the caller's write in turn
+        self.closed = False  # after close: the watch shows nothing
+        self.stop = threading.Event()
+        self.watch: threading.Thread | None = None
+
+    def __enter__(self) -> Bar:
+        """Start the watch (when ``enabled``): :meth:`tick` once the run has lasted
+        :data:`FIRST` seconds, unless the block is left first."""
+        if self.enabled:
+            self.watch = threading.Thread(target=self._watch, name="lncapacity-bar", daemon=True)
+            self.watch.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _watch(self) -> None:
+        if not self.stop.wait(max(0.0, self.start + self.FIRST - time.monotonic())):
+            self.tick()
+
+    def tick(self) -> None:
+        """Show the phase running now, if nothing shows yet: off a terminal the line
+        ``lncapacity: <label> [done/total] (<s> s)``, on a terminal the bar (``0/?`` until the
+        first callback).  Nothing when quiet, closed, or once a line or the bar was shown."""
+        with self.lock:
+            if not self.enabled or self.closed or self.lines or self.drawn:
+                return
+            if self.tty:  # no callback yet (one would have drawn the bar)
+                self._draw(None)
+                return
+            now = time.monotonic()
+            counts = f" {self.counts[0]}/{self.counts[1]}" if self.counts else ""
+            self.last_line, self.lines = now, self.lines + 1
+            sys.stderr.write(f"lncapacity: {self.label}{counts} ({now - self.start:.0f} s)\n")
+            sys.stderr.flush()
+
+    def _draw(self, total: int | None) -> None:
+        """Make the tqdm bar, drawn at once (``0/?`` when the ``total`` is not known yet)."""
+        self.drawn = True  # from now: an interruption may come as tqdm draws its first frame
+        self.bar = _tqdm()(
+            total=total,
+            desc=self.label,
+            file=sys.stderr,
+            leave=False,  # closing clears the line
+            dynamic_ncols=True,
+            bar_format=self.FORMAT,
+        )
 
     def __call__(self, done: int, total: int) -> None:
         now = time.monotonic()
         if not self.enabled:
             return
-        if not self.tty:
-            wait = self.PERIOD if self.lines else min(self.FIRST, self.PERIOD)
-            if now - self.last_line >= wait and done < total:
-                self.last_line, self.lines = now, self.lines + 1
-                sys.stderr.write(
-                    f"lncapacity: {self.label} {done}/{total} ({now - self.start:.0f} s)\n"
-                )
-                sys.stderr.flush()
-            return
-        if self.bar is None:
-            self.drawn = True  # from now: an interruption may come as tqdm draws its first frame
-            self.bar = _tqdm()(
-                total=total,
-                desc=self.label,
-                file=sys.stderr,
-                leave=False,  # closing clears the line
-                dynamic_ncols=True,
-                bar_format=self.FORMAT,
-            )
-        self.bar.total, self.bar.n = total, done  # kept current: a note draws it again
-        if now - self.last >= self.REDRAW or done >= total:
-            self.last = now
-            self.bar.refresh()
+        with self.lock:
+            self.counts = (done, total)
+            if self.closed:
+                return
+            if not self.tty:
+                wait = self.PERIOD if self.lines else min(self.FIRST, self.PERIOD)
+                if now - self.last_line >= wait and done < total:
+                    self.last_line, self.lines = now, self.lines + 1
+                    sys.stderr.write(
+                        f"lncapacity: {self.label} {done}/{total} ({now - self.start:.0f} s)\n"
+                    )
+                    sys.stderr.flush()
+                return
+            if self.bar is None:
+                self._draw(total)
+            self.bar.total, self.bar.n = total, done  # kept current: a note draws it again
+            if now - self.last >= self.REDRAW or done >= total:
+                self.last = now
+                self.bar.refresh()
 
     def phase(self, name: str) -> None:
         """Name the phase now running (a construction's ``circle search``, ``runs``,
@@ -144,37 +195,45 @@ class Bar:
         terminal a line at once, when the run has lasted :data:`FIRST` seconds already.  The
         label becomes ``"<label>: <name>"`` (``folding: circle search``)."""
         name = f"{self.base}: {name}"
-        if name == self.label:
-            return
-        self.label = name
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if self.bar is not None:
-            self.bar.set_description_str(name, refresh=False)
-        elif not self.tty and now - self.start >= min(self.FIRST, self.PERIOD):
-            self.last_line, self.lines = now, self.lines + 1
-            sys.stderr.write(f"lncapacity: {name} ({now - self.start:.0f} s)\n")
-            sys.stderr.flush()
+        with self.lock:
+            if name == self.label:
+                return
+            self.label, self.counts = name, None  # the counts were the last phase's
+            if not self.enabled or self.closed:
+                return
+            now = time.monotonic()
+            if self.bar is not None:
+                self.bar.set_description_str(name, refresh=False)
+            elif not self.tty and now - self.start >= min(self.FIRST, self.PERIOD):
+                self.last_line, self.lines = now, self.lines + 1
+                sys.stderr.write(f"lncapacity: {name} ({now - self.start:.0f} s)\n")
+                sys.stderr.flush()
 
     def note(self, message: str) -> None:
         """Say ``message`` on stderr now (unless quiet)."""
         if not self.enabled:
             return
-        if self.bar is not None:  # clears the bar, writes the line, draws the bar again
-            self.bar.write(f"lncapacity: {message}", file=sys.stderr)
-            return
-        sys.stderr.write(f"lncapacity: {message}\n")
-        sys.stderr.flush()
+        with self.lock:
+            if self.bar is not None:  # clears the bar, writes the line, draws the bar again
+                self.bar.write(f"lncapacity: {message}", file=sys.stderr)
+                return
+            sys.stderr.write(f"lncapacity: {message}\n")
+            sys.stderr.flush()
 
     def close(self) -> None:
-        """Clear the bar from the terminal (also when tqdm was interrupted making it)."""
-        if self.bar is not None:
-            self.bar.close()
-        elif self.drawn:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
-        self.bar, self.drawn = None, False
+        """Stop the watch and clear the bar from the terminal (also when tqdm was interrupted
+        making it); nothing is shown after this."""
+        self.stop.set()
+        with self.lock:
+            self.closed = True
+            if self.bar is not None:
+                self.bar.close()
+            elif self.drawn:
+                sys.stderr.write("\r\033[K")
+                sys.stderr.flush()
+            self.bar, self.drawn = None, False
+        if self.watch is not None and self.watch is not threading.current_thread():
+            self.watch.join()
 
 
 @functools.cache
@@ -194,14 +253,11 @@ def _tqdm() -> type[Any]:
 
 
 def run(label: str, quiet: bool, f: Callable[[Bar], Any]) -> tuple[Any, float]:
-    """``f(bar)`` with a progress bar ``label`` (cleared at the end, however it ends), and the
-    seconds it took."""
-    bar = Bar(label, not quiet)
+    """``f(bar)`` with a progress bar ``label`` and its watch (stopped and the bar cleared at
+    the end, however it ends), and the seconds it took."""
     start = time.perf_counter()
-    try:
+    with Bar(label, not quiet) as bar:
         return f(bar), time.perf_counter() - start
-    finally:
-        bar.close()
 
 
 # --- interruptions -------------------------------------------------------------------------------
