@@ -1,6 +1,7 @@
 """Executable check of proofs/multiclass.md."""
 
 import itertools
+import math
 import random
 
 import mpmath
@@ -218,3 +219,71 @@ def test_peel_depth_bound_on_every_labeling_of_six_points():
         phases = net.meta["phases"]
         assert len(phases) <= 2
         assert net.depth <= sum(2 * labels.count(c) - 1 for c in phases)
+
+
+def circle_point(u):
+    """The point of the unit circle with tangent half-angle ``u`` (exact rationals)."""
+    u = fmpq(u) if not isinstance(u, fmpq) else u
+    return ((1 - u * u) / (1 + u * u), 2 * u / (1 + u * u))
+
+
+def test_argmax_of_k_scores_has_at_most_6k_minus_12_boundaries():
+    """§9, Lemma 9.1: argmax of k affine scores changes at most 6k - 12 times around the circle.
+
+    Random small-integer scores, read exactly at 322 rational points of the circle (every
+    boundary between two of them is a boundary of the argmax); and the two-lines example
+    reaches 4 at k = 3 (a class on two arcs)."""
+    from lncapacity.construct.circle.readouts import most_arcs
+
+    us = [fmpq(j, 4) for j in range(-160, 161)]  # tangent half-angles: angles in (-3.0, 3.0)
+    pts = [circle_point(u) for u in us] + [(fmpq(-1), fmpq(0))]  # and the angle pi
+    rng = random.Random(9)
+    for k in (3, 4, 5, 6):
+        worst = 0
+        for _ in range(25):
+            scores = [[fmpq(rng.randint(-6, 6), rng.randint(1, 4)) for _ in range(3)] for _ in range(k)]
+            lab = []
+            for x, y in pts:
+                vals = [a * x + b * y + c for a, b, c in scores]
+                lab.append(max(range(k), key=lambda c: (vals[c], -c)))
+            worst = max(worst, runs(lab + lab[:1]) - 1)
+        assert worst <= most_arcs(k), (k, worst)
+    lines = [(fmpq(0), fmpq(0), fmpq(0)), (fmpq(1), fmpq(0), -fmpq(9, 10)), (-fmpq(1), fmpq(0), -fmpq(9, 10))]
+    lab = [max(range(3), key=lambda c: lines[c][0] * x + lines[c][1] * y + lines[c][2]) for x, y in pts]
+    assert runs(lab + lab[:1]) - 1 == 4
+
+
+def test_lp_readout_reads_a_class_on_two_arcs_that_the_polygon_cannot():
+    """§9, Lemma 9.2 end to end: class 0 on two arcs between classes 1 and 2 (4 boundaries).
+
+    Exactly: the scores 0, x - 9/10, -x - 9/10 read every point with a margin.  The polygon
+    readout (one arc per class) finds nothing; the LP readout's weights, on one circle layer
+    (``LN(E x)``, E in float64 as dyadic rationals), are certified in ball arithmetic."""
+    import numpy as np
+
+    from lncapacity import LNNet
+    from lncapacity.construct.circle import SQRT3, E, arcs_lp, readout
+    from lncapacity.construct.circle.state import _affine
+
+    us = [fmpq(j, 10) for j in range(-30, 31)] + [fmpq(s * v) for v in (5, 8, 13) for s in (-1, 1)]
+    pts = sorted((circle_point(u) for u in us), key=lambda p: math.atan2(p[1], p[0]))
+    pts.append((fmpq(-1), fmpq(0)))  # the angle pi
+
+    def label(p):  # the cap x > 9/10 is class 1, x < -9/10 class 2, the rest class 0
+        return 1 if p[0] > fmpq(9, 10) else 2 if p[0] < -fmpq(9, 10) else 0
+
+    y = [label(p) for p in pts]
+    assert sorted(set(y)) == [0, 1, 2] and runs(y + y[:1]) - 1 == 4
+    lines = [(0, 0, 0), (1, 0, -fmpq(9, 10)), (-1, 0, -fmpq(9, 10))]
+    for p, c in zip(pts, y, strict=True):
+        s = [a * p[0] + b * p[1] + d for a, b, d in lines]
+        assert all(s[c] > s[j] for j in range(3) if j != c)
+    P = np.array([[float(a), float(b)] for a, b in pts])
+    H = SQRT3 * P @ E.T
+    yy = np.array(y)
+    assert readout(H, yy) is None  # the polygon needs every class one arc
+    r = arcs_lp(H, yy, np.zeros(len(y)))
+    assert r is not None and r.meta["kind"] == "arcs-lp"
+    layer = _affine(E, np.zeros(3), {"kind": "circle-first"})  # h = LN(E x): sqrt(3) E x / |x|
+    net = LNNet(2, 3, fmpq(0), (layer,), r, (0, 1, 2), {})
+    assert certify(net, [tuple(p) for p in pts], y).all_certified

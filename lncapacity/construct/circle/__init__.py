@@ -53,7 +53,7 @@ from ...model import Affine
 from ...reproducible import matmul
 from .beam import Progress, past, search
 from .handoff import HANDOFF_ROUNDING, Handoff, finish, handoff_read
-from .readouts import chord, polygon, readout
+from .readouts import arcs_lp, chord, most_arcs, polygon, readout
 from .state import SQRT3, E, State, _affine, _scaled, boundaries_cyclic, plane
 from .state import _carry as _carry
 
@@ -68,6 +68,7 @@ __all__ = [
     "Handoff",
     "Progress",
     "State",
+    "arcs_lp",
     "boundaries_cyclic",
     "build_circle",
     "chord",
@@ -78,6 +79,7 @@ __all__ = [
     "identity_layer",
     "plane",
     "polygon",
+    "read",
     "readout",
     "search",
 ]
@@ -181,8 +183,18 @@ def circle_net(
     st = circle_state(X, y, eps, **search)
     if st is None:
         return None
-    r = readout(st.H, y)
+    r = read(st, y)
     return None if r is None else (st.layers, r)
+
+
+def read(st: State, y: np.ndarray) -> Affine[fmpq] | None:
+    """The readout of a finished state: every class one arc (:func:`readout`) or, with
+    ``k >= 3`` classes, several arcs a class read by a linear program's scores
+    (:func:`arcs_lp`, proofs/multiclass.md §9)."""
+    r = readout(st.H, y) if st.boundaries <= int(y.max()) + 1 else None
+    if r is None and int(y.max()) > 1 and st.boundaries <= most_arcs(int(y.max()) + 1):
+        r = arcs_lp(st.H, y, st.err)
+    return r
 
 
 CIRCLE_META = ("circle_boundaries", "runs_depth", "circle_layers", "handoff")
@@ -236,7 +248,7 @@ def build_circle(
     layers, chosen = [], None
     if st is not None and finish(st, y) <= limit:
         layers = st.layers
-        chosen = readout(st.H, y) if st.boundaries <= k else handoff_read(st.H)
+        chosen = read(st, y) if st.boundaries <= k or k > 2 else handoff_read(st.H)
     if chosen is None:
         why = f"runs needs {runs_depth} layer{'s' * (runs_depth != 1)}" + (
             " and the search found no circle net with fewer"

@@ -19,6 +19,7 @@ import numpy as np
 from ...reproducible import matmul, torch_one_thread
 from .candidates import _first_layer, _fold_layer_candidates, _spread
 from .handoff import finish
+from .readouts import arcs_lp, most_arcs
 from .state import (
     GAP_MIN,
     SQRT3,
@@ -134,6 +135,8 @@ def search(
             progress(depth, max(depth, min(max_depth, guess)))
         if best.boundaries <= k:
             return best if kept is None or finish(best, y) <= finish(kept, y) else kept
+        if k > 2 and (read := _readable(states, y)) is not None:
+            return read
         if depth >= max_depth or past(deadline):
             break
         if handoff and kept is not None and depth - PATIENCE in history:
@@ -255,6 +258,19 @@ def _trained_starts(
                 layer.meta["boundaries"] = int(bb[0])  # type: ignore[index]
             out.append(State(H, layers, int(bb[0]), float(gg[0]), err=err))
     return out
+
+
+def _readable(states: list[State], y: np.ndarray) -> State | None:
+    """The first of ``states`` (fewest boundaries first) that :func:`.readouts.arcs_lp` reads,
+    ``k >= 3`` classes with more arcs than classes (proofs/multiclass.md §9); its
+    :func:`~.handoff.finish` is its depth.  Only states with at most
+    :func:`.readouts.most_arcs` boundaries are tried (no argmax of ``k`` scores has more)."""
+    most = most_arcs(int(y.max()) + 1)
+    for st in sorted(states, key=lambda s: (s.boundaries, -s.gap)):
+        if st.boundaries <= most and arcs_lp(st.H, y, st.err) is not None:
+            st.finish = len(st.layers)
+            return st
+    return None
 
 
 def _estimate(b: int) -> int:

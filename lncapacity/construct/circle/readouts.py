@@ -13,7 +13,7 @@ from flint import fmpq
 
 from ...model import Affine
 from ...reproducible import matmul
-from .state import SQRT3, E, _affine, _floats, plane
+from .state import SAFETY, SQRT3, E, _affine, _floats, plane
 
 
 def readout(H: np.ndarray, y: np.ndarray) -> Affine[fmpq] | None:
@@ -101,3 +101,83 @@ def chord(H: np.ndarray, y: np.ndarray) -> Affine[fmpq] | None:
     t = (lo + hi) / 2
     W = np.array([-a, a])
     return _affine(W, np.array([t, -t]), {"kind": "chord", "threshold": float(t)})
+
+
+MARGIN_MIN = 2.0**-36
+"""The least score margin a readout found by :func:`arcs_lp` must leave at every point after
+its float error is allowed for (scores are of size one: float64 rounds them to ``2^-50``)."""
+
+
+def most_arcs(k: int) -> int:
+    """The most label boundaries around the circle an argmax of ``k >= 3`` affine scores can
+    realise: ``6 k - 12`` (proofs/multiclass.md §9: at most ``3 k - 6`` cell edges, each
+    meeting the circle at most twice)."""
+    return 6 * k - 12
+
+
+def arcs_lp(H: np.ndarray, y: np.ndarray, err: np.ndarray) -> Affine[fmpq] | None:
+    """An argmax readout of ``k >= 3`` classes whose arcs need not be one per class; None when
+    the linear program finds none with a margin float64 resolves.
+
+    The scores ``s_c(p) = a_c . p + b_c`` of the point ``p = E^T h / sqrt(3)`` on the circle
+    have convex argmax cells, and a convex cell meets the circle in several arcs
+    (proofs/multiclass.md §9).  Whether the labels are realised with margin ``t`` is the
+    linear program: maximise ``t`` subject to
+    ``s_{y_i}(p_i) - s_c(p_i) >= t + 2 sqrt(2) SAFETY err_i`` for every point ``i`` and class
+    ``c != y_i``, with ``|a_c|, |b_c| <= 1`` componentwise (``m (k - 1)`` rows, ``3 k + 1``
+    columns; ``err_i`` the float error bound of the angle, :attr:`State.err <.state.State.err>`,
+    which moves ``p_i`` by at most ``err_i`` and a difference of scores by at most
+    ``|a_y - a_c| err_i <= 2 sqrt(2) err_i``).  The LP is solved in floats by HiGHS
+    (scipy): *a float LP proposes, the certificate decides*.  Its weights, rounded to float64
+    (exact dyadic rationals), are checked again here in float64 (every margin at least
+    :data:`MARGIN_MIN` beyond the widened error), and the net is certified by
+    :func:`lncapacity.certify` in ball arithmetic.  An infeasible LP is no proof that the
+    labeling cannot be realised: it only stops this readout from being used.
+    """
+    from scipy.optimize import linprog
+    from scipy.sparse import coo_matrix
+
+    k = int(y.max()) + 1
+    m = len(y)
+    p = plane(H)
+    widened = 2 * math.sqrt(2) * SAFETY * np.asarray(err, dtype=float)
+    i, c = np.nonzero(np.arange(k)[None, :] != y[:, None])  # the m (k - 1) rows
+    rows = np.arange(len(i))
+    yi = y[i]
+    # row: -(a_y - a_c) . p_i - (b_y - b_c) + t <= -widened_i
+    data, cols, rr = [], [], []
+    for sign, cls in ((-1.0, yi), (1.0, c)):
+        for j, v in enumerate((p[i, 0], p[i, 1], np.ones(len(i)))):
+            data.append(sign * v)
+            cols.append(3 * cls + j)
+            rr.append(rows)
+    data.append(np.ones(len(i)))
+    cols.append(np.full(len(i), 3 * k))
+    rr.append(rows)
+    A = coo_matrix(
+        (np.concatenate(data), (np.concatenate(rr), np.concatenate(cols))),
+        shape=(len(i), 3 * k + 1),
+    ).tocsr()
+    cost = np.zeros(3 * k + 1)
+    cost[-1] = -1.0
+    bounds = [(-1.0, 1.0)] * (3 * k) + [(None, 4.0)]
+    res = linprog(
+        cost,
+        A_ub=A,
+        b_ub=-widened[i],
+        bounds=bounds,
+        method="highs",
+        options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10},
+    )
+    if res.status != 0 or not -res.fun > MARGIN_MIN or m == 0:
+        return None
+    ab = res.x[: 3 * k].reshape(k, 3)
+    W = matmul(ab[:, :2], E.T) / SQRT3
+    layer = _affine(W, ab[:, 2], {"kind": "arcs-lp", "margin": float(-res.fun)})
+    Wf, bf = _floats(layer)
+    S = matmul(H, Wf.T) + bf
+    own = S[np.arange(m), y]
+    S[np.arange(m), y] = -np.inf
+    if not (own - S.max(axis=1) - widened >= MARGIN_MIN).all():
+        return None
+    return layer
