@@ -79,7 +79,7 @@ __all__ = [
     "identity_layer",
     "plane",
     "polygon",
-    "read",
+    "arcs_readout",
     "readout",
     "search",
 ]
@@ -183,11 +183,11 @@ def circle_net(
     st = circle_state(X, y, eps, **search)
     if st is None:
         return None
-    r = read(st, y)
+    r = arcs_readout(st, y)
     return None if r is None else (st.layers, r)
 
 
-def read(st: State, y: np.ndarray) -> Affine[fmpq] | None:
+def arcs_readout(st: State, y: np.ndarray) -> Affine[fmpq] | None:
     """The readout of a finished state: every class one arc (:func:`readout`) or, with
     ``k >= 3`` classes, several arcs a class read by a linear program's scores
     (:func:`arcs_lp`, proofs/multiclass.md §9)."""
@@ -248,7 +248,7 @@ def build_circle(
     layers, chosen = [], None
     if st is not None and finish(st, y) <= limit:
         layers = st.layers
-        chosen = read(st, y) if st.boundaries <= k or k > 2 else handoff_read(st.H)
+        chosen = arcs_readout(st, y) if st.boundaries <= k or k > 2 else handoff_read(st.H)
     if chosen is None:
         why = f"runs needs {runs_depth} layer{'s' * (runs_depth != 1)}" + (
             " and the search found no circle net with fewer"
