@@ -241,15 +241,18 @@ def test_argmax_of_k_scores_has_at_most_6k_minus_12_boundaries():
     for k in (3, 4, 5, 6):
         worst = 0
         for _ in range(25):
-            scores = [[fmpq(rng.randint(-6, 6), rng.randint(1, 4)) for _ in range(3)] for _ in range(k)]
+            scores = [
+                [fmpq(rng.randint(-6, 6), rng.randint(1, 4)) for _ in range(3)] for _ in range(k)
+            ]
             lab = []
             for x, y in pts:
                 vals = [a * x + b * y + c for a, b, c in scores]
                 lab.append(max(range(k), key=lambda c: (vals[c], -c)))
             worst = max(worst, runs(lab + lab[:1]) - 1)
         assert worst <= most_arcs(k), (k, worst)
-    lines = [(fmpq(0), fmpq(0), fmpq(0)), (fmpq(1), fmpq(0), -fmpq(9, 10)), (-fmpq(1), fmpq(0), -fmpq(9, 10))]
-    lab = [max(range(3), key=lambda c: lines[c][0] * x + lines[c][1] * y + lines[c][2]) for x, y in pts]
+    cut = fmpq(9, 10)  # two parallel lines: class 0 between the caps x > 9/10 and x < -9/10
+    lines = [(fmpq(0), fmpq(0), fmpq(0)), (fmpq(1), fmpq(0), -cut), (-fmpq(1), fmpq(0), -cut)]
+    lab = [max(range(3), key=lambda c: lines[c][0] * x + lines[c][2]) for x, _ in pts]
     assert runs(lab + lab[:1]) - 1 == 4
 
 

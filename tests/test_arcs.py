@@ -37,7 +37,8 @@ def exact_margins(H: np.ndarray, y: np.ndarray, r) -> list[fmpq]:
     out = []
     for h, c in zip(H, y, strict=True):
         hq = [fmpq(*float(v).as_integer_ratio()) for v in h]
-        s = [sum((w * v for w, v in zip(row, hq, strict=True)), b) for row, b in zip(r.W, r.b)]
+        rows = zip(r.W, r.b, strict=True)
+        s = [sum((w * v for w, v in zip(row, hq, strict=True)), b) for row, b in rows]
         out.append(s[c] - max(s[j] for j in range(len(s)) if j != c))
     return out
 

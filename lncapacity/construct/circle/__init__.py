@@ -69,6 +69,7 @@ __all__ = [
     "Progress",
     "State",
     "arcs_lp",
+    "arcs_readout",
     "boundaries_cyclic",
     "build_circle",
     "chord",
@@ -79,7 +80,6 @@ __all__ = [
     "identity_layer",
     "plane",
     "polygon",
-    "arcs_readout",
     "readout",
     "search",
 ]
