@@ -227,19 +227,41 @@ def circle_point(u):
     return ((1 - u * u) / (1 + u * u), 2 * u / (1 + u * u))
 
 
-def test_argmax_of_k_scores_has_at_most_6k_minus_12_boundaries():
-    """§9, Lemma 9.1: argmax of k affine scores changes at most 6k - 12 times around the circle.
+def cyclic_words(k, length):
+    """Cyclic words of ``length`` letters from ``k``, cyclic neighbours distinct, each up to
+    renaming the letters (letters in order of first appearance)."""
 
-    Random small-integer scores, read exactly at 322 rational points of the circle (every
-    boundary between two of them is a boundary of the argmax); and the two-lines example
-    reaches 4 at k = 3 (a class on two arcs)."""
-    from lncapacity.construct.circle.readouts import most_arcs
+    def grow(word, used):
+        if len(word) == length:
+            if word[0] != word[-1]:
+                yield word
+            return
+        for c in range(min(used + 1, k)):
+            if not word or c != word[-1]:
+                yield from grow([*word, c], max(used, c + 1))
 
+    yield from grow([], 0)
+
+
+def test_argmax_of_k_scores_has_at_most_2k_minus_2_boundaries():
+    """§9, Lemma 9.1: no two classes alternate around the circle, so at most 2k - 2 arcs.
+
+    (i) Every cyclic word over k <= 5 letters without an alternation a..b..a..b has at most
+    2k - 2 letters, and 2k - 2 is reached.  (ii) Random small-integer scores, read exactly at
+    322 rational points of the circle: the arcs never alternate and never exceed 2k - 2.
+    (iii) Two parallel lines give a class two arcs: 4 boundaries at k = 3."""
+    from lncapacity.construct.circle.readouts import alternate, most_arcs
+
+    for k in range(2, 6):
+        longest = max(
+            (n for n in range(2, 2 * k + 1) for w in cyclic_words(k, n) if not alternate(w)),
+            default=0,
+        )
+        assert longest == most_arcs(k) == 2 * k - 2, (k, longest)
     us = [fmpq(j, 4) for j in range(-160, 161)]  # tangent half-angles: angles in (-3.0, 3.0)
     pts = [circle_point(u) for u in us] + [(fmpq(-1), fmpq(0))]  # and the angle pi
     rng = random.Random(9)
     for k in (3, 4, 5, 6):
-        worst = 0
         for _ in range(25):
             scores = [
                 [fmpq(rng.randint(-6, 6), rng.randint(1, 4)) for _ in range(3)] for _ in range(k)
@@ -248,8 +270,8 @@ def test_argmax_of_k_scores_has_at_most_6k_minus_12_boundaries():
             for x, y in pts:
                 vals = [a * x + b * y + c for a, b, c in scores]
                 lab.append(max(range(k), key=lambda c: (vals[c], -c)))
-            worst = max(worst, runs(lab + lab[:1]) - 1)
-        assert worst <= most_arcs(k), (k, worst)
+            arcs = [lab[i] for i in range(len(lab)) if lab[i] != lab[(i + 1) % len(lab)]]
+            assert len(arcs) <= most_arcs(k) and not alternate(arcs), (k, arcs)
     cut = fmpq(9, 10)  # two parallel lines: class 0 between the caps x > 9/10 and x < -9/10
     lines = [(fmpq(0), fmpq(0), fmpq(0)), (fmpq(1), fmpq(0), -cut), (-fmpq(1), fmpq(0), -cut)]
     lab = [max(range(3), key=lambda c: lines[c][0] * x + lines[c][2]) for x, _ in pts]

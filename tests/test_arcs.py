@@ -13,7 +13,7 @@ from flint import fmpq
 
 from lncapacity import build, certify, floats, points_from_arrays
 from lncapacity.construct.circle import SQRT3, E, arcs_lp, readout
-from lncapacity.construct.circle.readouts import MARGIN_MIN, most_arcs
+from lncapacity.construct.circle.readouts import MARGIN_MIN, alternate, most_arcs
 from lncapacity.construct.circle.state import SAFETY
 
 
@@ -59,11 +59,13 @@ def test_a_class_on_four_arcs_is_read_exactly_with_the_margin_float64_needs():
 def test_labelings_no_argmax_of_three_scores_reads_get_none():
     phi = np.linspace(-3.0, 3.0, 12)
     H = on_circle(phi)
-    # 5 boundaries: classes 0 and 2 on two arcs each (three convex cells give at most 4)
+    # 5 boundaries: classes 0 and 2 on two arcs each (three classes: at most 4)
     assert arcs_lp(H, np.array([2, 0, 0, 2, 1, 1, 1, 1, 0, 0, 2, 2]), np.zeros(12)) is None
-    # classes 0 and 1 alternate: their points are not linearly separable
-    assert arcs_lp(H, np.array([0, 1, 0, 1, 2, 2, 2, 2, 2, 2, 2, 2]), np.zeros(12)) is None
-    assert most_arcs(3) == 6 and most_arcs(10) == 48
+    # four classes, 6 boundaries (2k - 2), but 0 and 1 alternate: no line separates them
+    y = np.array([0, 0, 1, 1, 0, 0, 1, 1, 2, 2, 3, 3])
+    assert alternate([0, 1, 0, 1, 2, 3]) and not alternate([0, 1, 0, 2, 0, 3])
+    assert arcs_lp(H, y, np.zeros(12)) is None
+    assert most_arcs(3) == 4 and most_arcs(10) == 18
 
 
 def test_the_circle_search_stops_at_the_first_state_the_lp_reads():

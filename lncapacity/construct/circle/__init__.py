@@ -9,7 +9,8 @@ the angle only (proofs/circle_maps.md)::
     layer l>1:  phi -> arg(M (e(phi) - q))          (M: 2 x 2, q in the plane),
 
 and the readout keeps each class on an arc of the circle (two classes: a
-chord; ``k``: the polygon inscribed at the cuts, proofs/multiclass.md §7).
+chord; ``k``: the polygon inscribed at the cuts, proofs/multiclass.md §7), or, with
+``k >= 3``, reads a class on several arcs by the scores of a linear program (§9).
 ``phi -> arg(M (e(phi) - q))`` has at most two monotone pieces; for ``|q| > 1``
 it *folds* the circle at the two points of contact of the tangents from ``q``
 and merges the two arcs in the order of the lines through ``q``.  The order of
@@ -22,9 +23,11 @@ number ``B`` of label boundaries around the circle after the layer, then by the
 smallest angle between neighbours of different labels, less the float error
 their angles may carry (what float arithmetic must resolve; neighbours of one
 label may merge freely).  A small beam of the best states is kept; the search
-stops at ``k`` boundaries (every class one arc).  ``M`` spreads the image (a
-projective map of the directions, ``candidates._spread``).  Every weight is a
-float64, i.e. an exact dyadic rational, and the search tracks the points
+stops at ``k`` boundaries (every class one arc) or, with ``k >= 3``, at the first state
+whose arcs an argmax of affine scores reads with a margin float64 resolves
+(:func:`arcs_lp`: at most ``2 k - 2`` boundaries, no two classes alternating).
+``M`` spreads the image (a projective map of the directions, ``candidates._spread``).
+Every weight is a float64, i.e. an exact dyadic rational, and the search tracks the points
 exactly as NumPy float64 runs the net; the finished net is certified by
 :func:`lncapacity.certify` (ball arithmetic) and run once in float64 in
 :func:`lncapacity.construct.build`.  With ``eps > 0`` the output lies strictly
@@ -216,7 +219,8 @@ def build_circle(
     """The circle method's entry point from :func:`~lncapacity.construct.build`.
 
     Returns an :class:`~lncapacity.model.LNNet` (every class one arc after the
-    circle layers; ``build`` certifies it), a :class:`Handoff` when circle layers
+    circle layers, or with ``k >= 3`` arcs the readout of :func:`arcs_lp` reads;
+    ``build`` certifies it), a :class:`Handoff` when circle layers
     followed by ``runs`` are shallower than either alone, or None after noting in
     ``meta`` (``method = "runs"``, ``fallback``) why ``runs`` is used instead: the
     search found nothing shallower than ``runs`` would build (its depth is the

@@ -78,8 +78,9 @@ def search(
     reached: list[int] | None = None,
     deadline: float | None = None,
 ) -> State | None:
-    """A beam search for layers leaving every class one arc (``k`` boundaries); None if
-    not found.  ``reached``: a list that is left holding the fewest boundaries of any state
+    """A beam search for layers leaving every class one arc (``k`` boundaries), or with
+    ``k >= 3`` arcs :func:`.readouts.arcs_lp` reads (``_readable``); None if not found.
+    ``reached``: a list that is left holding the fewest boundaries of any state
     kept (how close a failed search came).
 
     ``X``: the points as float64 (``m x d``), ``y`` labels ``0 .. k-1``, each
@@ -264,7 +265,8 @@ def _readable(states: list[State], y: np.ndarray) -> State | None:
     """The first of ``states`` (fewest boundaries first) that :func:`.readouts.arcs_lp` reads,
     ``k >= 3`` classes with more arcs than classes (proofs/multiclass.md §9); its
     :func:`~.handoff.finish` is its depth.  Only states with at most
-    :func:`.readouts.most_arcs` boundaries are tried (no argmax of ``k`` scores has more)."""
+    :func:`.readouts.most_arcs` boundaries are tried (no argmax of ``k`` scores reads more,
+    §9 Lemma 9.1)."""
     most = most_arcs(int(y.max()) + 1)
     for st in sorted(states, key=lambda s: (s.boundaries, -s.gap)):
         if st.boundaries <= most and arcs_lp(st.H, y, st.err) is not None:

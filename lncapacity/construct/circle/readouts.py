@@ -2,6 +2,8 @@
 
 Two classes: a chord (:func:`chord`); ``k``: the polygon inscribed at the cuts between
 the arcs (:func:`polygon`, proofs/multiclass.md §7).  Split out of ``circle.py`` (issue 29).
+With ``k >= 3`` a class may also lie on several arcs: :func:`arcs_lp` finds the scores by a
+linear program (proofs/multiclass.md §9, issue 33).
 """
 
 from __future__ import annotations
@@ -109,10 +111,23 @@ its float error is allowed for (scores are of size one: float64 rounds them to `
 
 
 def most_arcs(k: int) -> int:
-    """The most label boundaries around the circle an argmax of ``k >= 3`` affine scores can
-    realise: ``6 k - 12`` (proofs/multiclass.md §9: at most ``3 k - 6`` cell edges, each
-    meeting the circle at most twice)."""
-    return 6 * k - 12
+    """The most label boundaries around the circle an argmax of ``k >= 2`` affine scores can
+    realise: ``2 k - 2`` (proofs/multiclass.md §9, Lemma 9.1: no two classes alternate
+    ``a .. b .. a .. b``, and such cyclic words have at most ``2 k - 2`` letters)."""
+    return 2 * k - 2
+
+
+def alternate(arcs: list[int]) -> bool:
+    """Whether two labels alternate ``a .. b .. a .. b`` in the cyclic word ``arcs`` (the
+    labels of the arcs around the circle, cyclic neighbours distinct): then the two classes
+    are not separated by a line, and no argmax of affine scores reads them (Lemma 9.1)."""
+    for a in set(arcs):
+        for b in set(arcs):
+            if a < b:
+                w = [c for c in arcs if c in (a, b)]
+                if sum(w[i] != w[i - 1] for i in range(len(w))) > 2:
+                    return True
+    return False
 
 
 def arcs_lp(H: np.ndarray, y: np.ndarray, err: np.ndarray) -> Affine[fmpq] | None:
@@ -121,7 +136,8 @@ def arcs_lp(H: np.ndarray, y: np.ndarray, err: np.ndarray) -> Affine[fmpq] | Non
 
     The scores ``s_c(p) = a_c . p + b_c`` of the point ``p = E^T h / sqrt(3)`` on the circle
     have convex argmax cells, and a convex cell meets the circle in several arcs
-    (proofs/multiclass.md §9).  Whether the labels are realised with margin ``t`` is the
+    (proofs/multiclass.md §9); arcs in which two classes alternate (:func:`alternate`) are
+    refused at once.  Whether the labels are realised with margin ``t`` is the
     linear program: maximise ``t`` subject to
     ``s_{y_i}(p_i) - s_c(p_i) >= t + 2 sqrt(2) SAFETY err_i`` for every point ``i`` and class
     ``c != y_i``, with ``|a_c|, |b_c| <= 1`` componentwise (``m (k - 1)`` rows, ``3 k + 1``
@@ -140,6 +156,10 @@ def arcs_lp(H: np.ndarray, y: np.ndarray, err: np.ndarray) -> Affine[fmpq] | Non
     k = int(y.max()) + 1
     m = len(y)
     p = plane(H)
+    lab = y[np.argsort(np.arctan2(p[:, 1], p[:, 0]), kind="stable")]
+    ends = np.flatnonzero(lab != np.roll(lab, -1))
+    if len(ends) > most_arcs(k) or alternate([int(lab[i]) for i in ends]):
+        return None  # no argmax reads these arcs (Lemma 9.1): no LP needed
     widened = 2 * math.sqrt(2) * SAFETY * np.asarray(err, dtype=float)
     i, c = np.nonzero(np.arange(k)[None, :] != y[:, None])  # the m (k - 1) rows
     rows = np.arange(len(i))
