@@ -14,7 +14,8 @@ way (circle → runs → peel → pma).  Run
 ``m = 200`` and ``k = 3`` at ``m = 1000``, and a certified net of at most 300 layers for
 digits' 10 classes; with the circle readout (``arcs``: every class one arc; ``arcs-lp``: the
 linear program's, proofs/multiclass.md §9) and the boundaries left; ``--markdown`` adds
-the provenance line of docs/tables/multiclass_arcs.md.
+the provenance line of docs/tables/multiclass_arcs.md.  ``--readouts``: the circle search's
+depth on the random sets of ``--sizes``/``--ks`` with and without the LP readout.
 """
 
 from __future__ import annotations
@@ -137,6 +138,25 @@ def targets(seeds: int, markdown: bool) -> None:
             print(target_row(name, X, y, str(m + k + s)), flush=True)
 
 
+def readouts(sizes: list[int], ks: list[int], seeds: int) -> None:
+    """The circle search's depth with and without the LP readout (proofs/multiclass.md §9)
+    on the same random sets: where it finishes, how many layers stopping at the first state
+    the LP reads saves."""
+    from lncapacity.construct.circle import circle_state
+
+    print("| m | k | data seed | one arc a class: depth | LP readout: depth (boundaries) |")
+    print("|---" * 5 + "|")
+    for m in sizes:
+        for k in ks:
+            for s in range(seeds):
+                X, y = random_set(m, k, seed=m + k + s)
+                got = []
+                for arcs in (False, True):
+                    st = circle_state(X, y, 0.0, max_depth=m, seed=0, arcs=arcs)
+                    got.append("none" if st is None else f"{len(st.layers)} ({st.boundaries})")
+                print(f"| {m} | {k} | {m + k + s} | {got[0].split()[0]} | {got[1]} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="200,1000")
@@ -147,7 +167,13 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=1, help="random sets per (m, k)")
     ap.add_argument("--targets", action="store_true", help="issue 33 §3's targets, met or not")
     ap.add_argument("--markdown", action="store_true", help="with --targets: the recorded table")
+    ap.add_argument(
+        "--readouts", action="store_true", help="circle depth with and without the LP readout"
+    )
     a = ap.parse_args()
+    if a.readouts:
+        readouts(list(map(int, a.sizes.split(","))), list(map(int, a.ks.split(","))), a.seeds)
+        return
     if a.targets:
         targets(a.seeds, a.markdown)
         return

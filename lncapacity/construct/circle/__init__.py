@@ -118,6 +118,7 @@ def circle_state(
     handoff: bool = False,
     progress: Progress | None = None,
     deadline: float | None = None,
+    arcs: bool = True,
 ) -> State | None:
     """The best state of :func:`search` over ``restarts`` seeds (default :data:`RESTARTS`
     for at most :data:`SMALL` points, else one), each asked to beat the best so far;
@@ -125,7 +126,7 @@ def circle_state(
     points).  With ``handoff``
     states are compared by :func:`finish`, otherwise only finished ones count.  By
     default a search that finds nothing but came :data:`CLOSE` is followed by another
-    seed, up to :data:`RESTARTS` in all."""
+    seed, up to :data:`RESTARTS` in all.  ``arcs``: :func:`search`'s."""
     m = len(y)
     k = int(y.max()) + 1
     candidates = max(200, min(4000, WORK // max(m, 1)))
@@ -157,6 +158,7 @@ def circle_state(
                 progress=progress,
                 reached=reached,
                 deadline=deadline,
+                arcs=arcs,
             )
         if found is not None and (st is None or finish(found, y) < finish(st, y)):
             st = found

@@ -77,6 +77,7 @@ def search(
     progress: Progress | None = None,
     reached: list[int] | None = None,
     deadline: float | None = None,
+    arcs: bool = True,
 ) -> State | None:
     """A beam search for layers leaving every class one arc (``k`` boundaries), or with
     ``k >= 3`` arcs :func:`.readouts.arcs_lp` reads (``_readable``); None if not found.
@@ -96,6 +97,9 @@ def search(
     than the depth the circle's pace over the last :data:`PATIENCE` layers projects,
     or when the search ends without finishing.  Then the returned
     state may have more than ``k`` boundaries; the caller finishes it with ``runs``.
+
+    ``arcs`` (the default; ``k >= 3``): stop at the first state :func:`.readouts.arcs_lp`
+    reads (False: only at ``k`` boundaries, as before issue 33; for comparison).
 
     ``deadline`` (a ``time.process_time()`` value): the search stops at the first layer
     begun after it, as if it had reached ``max_depth`` (``--budget``; then the net depends
@@ -136,7 +140,7 @@ def search(
             progress(depth, max(depth, min(max_depth, guess)))
         if best.boundaries <= k:
             return best if kept is None or finish(best, y) <= finish(kept, y) else kept
-        if k > 2 and (read := _readable(states, y)) is not None:
+        if arcs and k > 2 and (read := _readable(states, y)) is not None:
             return read
         if depth >= max_depth or past(deadline):
             break
