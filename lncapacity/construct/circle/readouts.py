@@ -112,15 +112,21 @@ its float error is allowed for (scores are of size one: float64 rounds them to `
 
 def most_arcs(k: int) -> int:
     """The most label boundaries around the circle an argmax of ``k >= 2`` affine scores can
-    realise: ``2 k - 2`` (proofs/multiclass.md §9, Lemma 9.1: no two classes alternate
-    ``a .. b .. a .. b``, and such cyclic words have at most ``2 k - 2`` letters)."""
+    realise: ``2 k - 2``.
+
+    proofs/multiclass.md §9, Lemma 9.1: no two classes alternate (``a, b, a, b`` in this
+    order, not necessarily adjacent), and such cyclic words have at most ``2 k - 2`` letters.
+    """
     return 2 * k - 2
 
 
 def alternate(arcs: list[int]) -> bool:
-    """Whether two labels alternate ``a .. b .. a .. b`` in the cyclic word ``arcs`` (the
-    labels of the arcs around the circle, cyclic neighbours distinct): then the two classes
-    are not separated by a line, and no argmax of affine scores reads them (Lemma 9.1)."""
+    """Whether two labels alternate in the cyclic word ``arcs``: ``a, b, a, b`` in this order.
+
+    ``arcs``: the labels of the arcs around the circle, cyclic neighbours distinct; the
+    letters of the pattern need not be adjacent.  Then the two classes are not separated
+    by a line, and no argmax of affine scores reads them (proofs/multiclass.md §9,
+    Lemma 9.1)."""
     for a in set(arcs):
         for b in set(arcs):
             if a < b:
