@@ -77,3 +77,11 @@ def test_the_circle_search_stops_at_the_first_state_the_lp_reads():
     assert net.meta["runs_depth"] > 1
     assert certify(net, points).all_certified
     assert floats.check(net, points, "float64").all_agree
+
+
+def test_outputs_float64_could_not_compute_get_no_readout():
+    phi, y = caps()
+    H = on_circle(phi)
+    H[3] = np.nan
+    assert arcs_lp(H, y, np.zeros(len(y))) is None
+    assert arcs_lp(on_circle(phi), y, np.full(len(y), np.inf)) is None

@@ -162,6 +162,8 @@ def arcs_lp(H: np.ndarray, y: np.ndarray, err: np.ndarray) -> Affine[fmpq] | Non
     k = int(y.max()) + 1
     m = len(y)
     p = plane(H)
+    if not (np.isfinite(p).all() and np.isfinite(err).all()):
+        return None  # extreme data: NaN or infinite outputs are read by no LP
     lab = y[np.argsort(np.arctan2(p[:, 1], p[:, 0]), kind="stable")]
     ends = np.flatnonzero(lab != np.roll(lab, -1))
     if len(ends) > most_arcs(k) or alternate([int(lab[i]) for i in ends]):
