@@ -1,6 +1,7 @@
 """Executable check of proofs/multiclass.md."""
 
 import itertools
+import math
 import random
 
 import mpmath
@@ -218,3 +219,96 @@ def test_peel_depth_bound_on_every_labeling_of_six_points():
         phases = net.meta["phases"]
         assert len(phases) <= 2
         assert net.depth <= sum(2 * labels.count(c) - 1 for c in phases)
+
+
+def circle_point(u):
+    """The point of the unit circle with tangent half-angle ``u`` (exact rationals)."""
+    u = fmpq(u) if not isinstance(u, fmpq) else u
+    return ((1 - u * u) / (1 + u * u), 2 * u / (1 + u * u))
+
+
+def cyclic_words(k, length):
+    """Cyclic words of ``length`` letters from ``k``, cyclic neighbours distinct, each up to
+    renaming the letters (letters in order of first appearance)."""
+
+    def grow(word, used):
+        if len(word) == length:
+            if word[0] != word[-1]:
+                yield word
+            return
+        for c in range(min(used + 1, k)):
+            if not word or c != word[-1]:
+                yield from grow([*word, c], max(used, c + 1))
+
+    yield from grow([], 0)
+
+
+def test_argmax_of_k_scores_has_at_most_2k_minus_2_boundaries():
+    """§9, Lemma 9.1: no two classes alternate around the circle, so at most 2k - 2 arcs.
+
+    (i) Every cyclic word over k <= 5 letters without an alternation a..b..a..b has at most
+    2k - 2 letters, and 2k - 2 is reached.  (ii) Random small-integer scores, read exactly at
+    322 rational points of the circle: the arcs never alternate and never exceed 2k - 2.
+    (iii) Two parallel lines give a class two arcs: 4 boundaries at k = 3."""
+    from lncapacity.construct.circle.readouts import alternate, most_arcs
+
+    for k in range(2, 6):
+        longest = max(
+            (n for n in range(2, 2 * k + 1) for w in cyclic_words(k, n) if not alternate(w)),
+            default=0,
+        )
+        assert longest == most_arcs(k) == 2 * k - 2, (k, longest)
+    us = [fmpq(j, 4) for j in range(-160, 161)]  # tangent half-angles: angles in (-3.0, 3.0)
+    pts = [circle_point(u) for u in us] + [(fmpq(-1), fmpq(0))]  # and the angle pi
+    rng = random.Random(9)
+    for k in (3, 4, 5, 6):
+        for _ in range(25):
+            scores = [
+                [fmpq(rng.randint(-6, 6), rng.randint(1, 4)) for _ in range(3)] for _ in range(k)
+            ]
+            lab = []
+            for x, y in pts:
+                vals = [a * x + b * y + c for a, b, c in scores]
+                lab.append(max(range(k), key=lambda c: (vals[c], -c)))
+            arcs = [lab[i] for i in range(len(lab)) if lab[i] != lab[(i + 1) % len(lab)]]
+            assert len(arcs) <= most_arcs(k) and not alternate(arcs), (k, arcs)
+    cut = fmpq(9, 10)  # two parallel lines: class 0 between the caps x > 9/10 and x < -9/10
+    lines = [(fmpq(0), fmpq(0), fmpq(0)), (fmpq(1), fmpq(0), -cut), (-fmpq(1), fmpq(0), -cut)]
+    lab = [max(range(3), key=lambda c: lines[c][0] * x + lines[c][2]) for x, _ in pts]
+    assert runs(lab + lab[:1]) - 1 == 4
+
+
+def test_lp_readout_reads_a_class_on_two_arcs_that_the_polygon_cannot():
+    """§9, Lemma 9.2 end to end: class 0 on two arcs between classes 1 and 2 (4 boundaries).
+
+    Exactly: the scores 0, x - 9/10, -x - 9/10 read every point with a margin.  The polygon
+    readout (one arc per class) finds nothing; the LP readout's weights, on one circle layer
+    (``LN(E x)``, E in float64 as dyadic rationals), are certified in ball arithmetic."""
+    import numpy as np
+
+    from lncapacity import LNNet
+    from lncapacity.construct.circle import SQRT3, E, arcs_lp, readout
+    from lncapacity.construct.circle.state import _affine
+
+    us = [fmpq(j, 10) for j in range(-30, 31)] + [fmpq(s * v) for v in (5, 8, 13) for s in (-1, 1)]
+    pts = sorted((circle_point(u) for u in us), key=lambda p: math.atan2(p[1], p[0]))
+    pts.append((fmpq(-1), fmpq(0)))  # the angle pi
+
+    def label(p):  # the cap x > 9/10 is class 1, x < -9/10 class 2, the rest class 0
+        return 1 if p[0] > fmpq(9, 10) else 2 if p[0] < -fmpq(9, 10) else 0
+
+    y = [label(p) for p in pts]
+    assert sorted(set(y)) == [0, 1, 2] and runs(y + y[:1]) - 1 == 4
+    lines = [(0, 0, 0), (1, 0, -fmpq(9, 10)), (-1, 0, -fmpq(9, 10))]
+    for p, c in zip(pts, y, strict=True):
+        s = [a * p[0] + b * p[1] + d for a, b, d in lines]
+        assert all(s[c] > s[j] for j in range(3) if j != c)
+    P = np.array([[float(a), float(b)] for a, b in pts])
+    H = SQRT3 * P @ E.T
+    yy = np.array(y)
+    assert readout(H, yy) is None  # the polygon needs every class one arc
+    r = arcs_lp(H, yy, np.zeros(len(y)))
+    assert r is not None and r.meta["kind"] == "arcs-lp"
+    layer = _affine(E, np.zeros(3), {"kind": "circle-first"})  # h = LN(E x): sqrt(3) E x / |x|
+    net = LNNet(2, 3, fmpq(0), (layer,), r, (0, 1, 2), {})
+    assert certify(net, [tuple(p) for p in pts], y).all_certified

@@ -167,7 +167,8 @@ def test_random_k_class_sets_get_circle_nets_far_shallower_than_runs(k, eps, see
     y = rng.integers(0, k, 60)
     points = points_from_arrays(X, y)
     net = build(points, method="circle", eps=eps)
-    assert net.meta["method"] == "circle" and net.readout.meta["kind"] == "arcs"
+    # every class one arc, or (issue 33) arcs the linear program's readout reads
+    assert net.meta["method"] == "circle" and net.readout.meta["kind"] in ("arcs", "arcs-lp")
     assert net.depth < build(points, method="runs", eps=eps).depth
     cert = certify(net, points)
     assert cert.all_certified and cert.min_margin > 0
@@ -308,7 +309,8 @@ def test_the_searchs_float_error_estimate_bounds_the_true_error():
     y = rng.integers(0, 3, 120)
     y[:3] = (0, 1, 2)
     st = circle_state(X, y, 0.0, max_depth=40, seed=0, warm=False)
-    assert st is not None and st.boundaries == 3 and len(st.layers) > 10
+    # finished: three arcs, or four a linear program reads (proofs/multiclass.md §9)
+    assert st is not None and st.boundaries <= 4 and len(st.layers) > 10
     one, zero = fmpq(1), fmpq(0)
     ident = Affine(((one, zero, zero), (zero, one, zero), (zero, zero, one)), (zero,) * 3)
     P = plane(st.H)

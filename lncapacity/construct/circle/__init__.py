@@ -9,7 +9,8 @@ the angle only (proofs/circle_maps.md)::
     layer l>1:  phi -> arg(M (e(phi) - q))          (M: 2 x 2, q in the plane),
 
 and the readout keeps each class on an arc of the circle (two classes: a
-chord; ``k``: the polygon inscribed at the cuts, proofs/multiclass.md §7).
+chord; ``k``: the polygon inscribed at the cuts, proofs/multiclass.md §7), or, with
+``k >= 3``, reads a class on several arcs by the scores of a linear program (§9).
 ``phi -> arg(M (e(phi) - q))`` has at most two monotone pieces; for ``|q| > 1``
 it *folds* the circle at the two points of contact of the tangents from ``q``
 and merges the two arcs in the order of the lines through ``q``.  The order of
@@ -22,9 +23,11 @@ number ``B`` of label boundaries around the circle after the layer, then by the
 smallest angle between neighbours of different labels, less the float error
 their angles may carry (what float arithmetic must resolve; neighbours of one
 label may merge freely).  A small beam of the best states is kept; the search
-stops at ``k`` boundaries (every class one arc).  ``M`` spreads the image (a
-projective map of the directions, ``candidates._spread``).  Every weight is a
-float64, i.e. an exact dyadic rational, and the search tracks the points
+stops at ``k`` boundaries (every class one arc) or, with ``k >= 3``, at the first state
+whose arcs an argmax of affine scores reads with a margin float64 resolves
+(:func:`arcs_lp`: at most ``2 k - 2`` boundaries, no two classes alternating).
+``M`` spreads the image (a projective map of the directions, ``candidates._spread``).
+Every weight is a float64, i.e. an exact dyadic rational, and the search tracks the points
 exactly as NumPy float64 runs the net; the finished net is certified by
 :func:`lncapacity.certify` (ball arithmetic) and run once in float64 in
 :func:`lncapacity.construct.build`.  With ``eps > 0`` the output lies strictly
@@ -53,7 +56,7 @@ from ...model import Affine
 from ...reproducible import matmul
 from .beam import Progress, past, search
 from .handoff import HANDOFF_ROUNDING, Handoff, finish, handoff_read
-from .readouts import chord, polygon, readout
+from .readouts import arcs_lp, chord, most_arcs, polygon, readout
 from .state import SQRT3, E, State, _affine, _scaled, boundaries_cyclic, plane
 from .state import _carry as _carry
 
@@ -68,6 +71,8 @@ __all__ = [
     "Handoff",
     "Progress",
     "State",
+    "arcs_lp",
+    "arcs_readout",
     "boundaries_cyclic",
     "build_circle",
     "chord",
@@ -113,6 +118,7 @@ def circle_state(
     handoff: bool = False,
     progress: Progress | None = None,
     deadline: float | None = None,
+    arcs: bool = True,
 ) -> State | None:
     """The best state of :func:`search` over ``restarts`` seeds (default :data:`RESTARTS`
     for at most :data:`SMALL` points, else one), each asked to beat the best so far;
@@ -120,7 +126,7 @@ def circle_state(
     points).  With ``handoff``
     states are compared by :func:`finish`, otherwise only finished ones count.  By
     default a search that finds nothing but came :data:`CLOSE` is followed by another
-    seed, up to :data:`RESTARTS` in all."""
+    seed, up to :data:`RESTARTS` in all.  ``arcs``: :func:`search`'s."""
     m = len(y)
     k = int(y.max()) + 1
     candidates = max(200, min(4000, WORK // max(m, 1)))
@@ -152,6 +158,7 @@ def circle_state(
                 progress=progress,
                 reached=reached,
                 deadline=deadline,
+                arcs=arcs,
             )
         if found is not None and (st is None or finish(found, y) < finish(st, y)):
             st = found
@@ -181,8 +188,18 @@ def circle_net(
     st = circle_state(X, y, eps, **search)
     if st is None:
         return None
-    r = readout(st.H, y)
+    r = arcs_readout(st, y)
     return None if r is None else (st.layers, r)
+
+
+def arcs_readout(st: State, y: np.ndarray) -> Affine[fmpq] | None:
+    """The readout of a finished state: every class one arc (:func:`readout`) or, with
+    ``k >= 3`` classes, several arcs a class read by a linear program's scores
+    (:func:`arcs_lp`, proofs/multiclass.md §9)."""
+    r = readout(st.H, y) if st.boundaries <= int(y.max()) + 1 else None
+    if r is None and int(y.max()) > 1 and st.boundaries <= most_arcs(int(y.max()) + 1):
+        r = arcs_lp(st.H, y, st.err)
+    return r
 
 
 CIRCLE_META = ("circle_boundaries", "runs_depth", "circle_layers", "handoff")
@@ -204,7 +221,8 @@ def build_circle(
     """The circle method's entry point from :func:`~lncapacity.construct.build`.
 
     Returns an :class:`~lncapacity.model.LNNet` (every class one arc after the
-    circle layers; ``build`` certifies it), a :class:`Handoff` when circle layers
+    circle layers, or with ``k >= 3`` arcs the readout of :func:`arcs_lp` reads;
+    ``build`` certifies it), a :class:`Handoff` when circle layers
     followed by ``runs`` are shallower than either alone, or None after noting in
     ``meta`` (``method = "runs"``, ``fallback``) why ``runs`` is used instead: the
     search found nothing shallower than ``runs`` would build (its depth is the
@@ -236,7 +254,7 @@ def build_circle(
     layers, chosen = [], None
     if st is not None and finish(st, y) <= limit:
         layers = st.layers
-        chosen = readout(st.H, y) if st.boundaries <= k else handoff_read(st.H)
+        chosen = arcs_readout(st, y) if st.boundaries <= k or k > 2 else handoff_read(st.H)
     if chosen is None:
         why = f"runs needs {runs_depth} layer{'s' * (runs_depth != 1)}" + (
             " and the search found no circle net with fewer"

@@ -19,6 +19,7 @@ import numpy as np
 from ...reproducible import matmul, torch_one_thread
 from .candidates import _first_layer, _fold_layer_candidates, _spread
 from .handoff import finish
+from .readouts import arcs_lp, most_arcs
 from .state import (
     GAP_MIN,
     SQRT3,
@@ -76,9 +77,11 @@ def search(
     progress: Progress | None = None,
     reached: list[int] | None = None,
     deadline: float | None = None,
+    arcs: bool = True,
 ) -> State | None:
-    """A beam search for layers leaving every class one arc (``k`` boundaries); None if
-    not found.  ``reached``: a list that is left holding the fewest boundaries of any state
+    """A beam search for layers leaving every class one arc (``k`` boundaries), or with
+    ``k >= 3`` arcs :func:`.readouts.arcs_lp` reads (``_readable``); None if not found.
+    ``reached``: a list that is left holding the fewest boundaries of any state
     kept (how close a failed search came).
 
     ``X``: the points as float64 (``m x d``), ``y`` labels ``0 .. k-1``, each
@@ -94,6 +97,9 @@ def search(
     than the depth the circle's pace over the last :data:`PATIENCE` layers projects,
     or when the search ends without finishing.  Then the returned
     state may have more than ``k`` boundaries; the caller finishes it with ``runs``.
+
+    ``arcs`` (the default; ``k >= 3``): stop at the first state :func:`.readouts.arcs_lp`
+    reads (False: only at ``k`` boundaries, as before issue 33; for comparison).
 
     ``deadline`` (a ``time.process_time()`` value): the search stops at the first layer
     begun after it, as if it had reached ``max_depth`` (``--budget``; then the net depends
@@ -134,6 +140,8 @@ def search(
             progress(depth, max(depth, min(max_depth, guess)))
         if best.boundaries <= k:
             return best if kept is None or finish(best, y) <= finish(kept, y) else kept
+        if arcs and k > 2 and (read := _readable(states, y)) is not None:
+            return read
         if depth >= max_depth or past(deadline):
             break
         if handoff and kept is not None and depth - PATIENCE in history:
@@ -255,6 +263,20 @@ def _trained_starts(
                 layer.meta["boundaries"] = int(bb[0])  # type: ignore[index]
             out.append(State(H, layers, int(bb[0]), float(gg[0]), err=err))
     return out
+
+
+def _readable(states: list[State], y: np.ndarray) -> State | None:
+    """The first of ``states`` (fewest boundaries first) that :func:`.readouts.arcs_lp` reads,
+    ``k >= 3`` classes with more arcs than classes (proofs/multiclass.md §9); its
+    :func:`~.handoff.finish` is its depth.  Only states with at most
+    :func:`.readouts.most_arcs` boundaries are tried (no argmax of ``k`` scores reads more,
+    §9 Lemma 9.1)."""
+    most = most_arcs(int(y.max()) + 1)
+    for st in sorted(states, key=lambda s: (s.boundaries, -s.gap)):
+        if st.boundaries <= most and arcs_lp(st.H, y, st.err) is not None:
+            st.finish = len(st.layers)
+            return st
+    return None
 
 
 def _estimate(b: int) -> int:
