@@ -51,8 +51,10 @@ from flint import arb, fmpq
 from ...floats import layer_norm as layer_norm
 from ...model import Affine
 from ...reproducible import matmul
+from . import precise
 from .beam import Progress, past, search
 from .handoff import HANDOFF_ROUNDING, Handoff, finish, handoff_read
+from .precise import Tracker
 from .readouts import chord, polygon, readout
 from .state import SQRT3, E, State, _affine, _scaled, boundaries_cyclic, plane
 from .state import _carry as _carry
@@ -60,6 +62,7 @@ from .state import _carry as _carry
 __all__ = [
     "CIRCLE_META",
     "CLOSE",
+    "OBJECTIVES",
     "RESTARTS",
     "SMALL",
     "SQRT3",
@@ -113,6 +116,8 @@ def circle_state(
     handoff: bool = False,
     progress: Progress | None = None,
     deadline: float | None = None,
+    objective: str = "faithful",
+    exact: Sequence[Sequence[Any]] | None = None,
 ) -> State | None:
     """The best state of :func:`search` over ``restarts`` seeds (default :data:`RESTARTS`
     for at most :data:`SMALL` points, else one), each asked to beat the best so far;
@@ -120,7 +125,12 @@ def circle_state(
     points).  With ``handoff``
     states are compared by :func:`finish`, otherwise only finished ones count.  By
     default a search that finds nothing but came :data:`CLOSE` is followed by another
-    seed, up to :data:`RESTARTS` in all."""
+    seed, up to :data:`RESTARTS` in all.  ``objective``: ``"faithful"`` (float64 runs the
+    net right, :mod:`.state`) or ``"depth"`` (the points in balls from the exact inputs
+    ``exact``, default ``X``; :mod:`.precise`)."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"unknown objective {objective!r} (choose from {', '.join(OBJECTIVES)})")
+    tracker = None if objective == "faithful" else Tracker(X if exact is None else exact, y, eps)
     m = len(y)
     k = int(y.max()) + 1
     candidates = max(200, min(4000, WORK // max(m, 1)))
@@ -152,6 +162,7 @@ def circle_state(
                 progress=progress,
                 reached=reached,
                 deadline=deadline,
+                tracker=tracker,
             )
         if found is not None and (st is None or finish(found, y) < finish(st, y)):
             st = found
@@ -181,8 +192,14 @@ def circle_net(
     st = circle_state(X, y, eps, **search)
     if st is None:
         return None
-    r = readout(st.H, y)
+    r = readout(st.H, y) if st.exact is None else precise.readout(st, y)
     return None if r is None else (st.layers, r)
+
+
+OBJECTIVES = ("faithful", "depth")
+"""What the circle search optimises: ``faithful`` (the default: the shallowest net it finds
+that float64 runs right) or ``depth`` (the shallowest it finds, certified; float64 reported
+only, :mod:`.precise`)."""
 
 
 CIRCLE_META = ("circle_boundaries", "runs_depth", "circle_layers", "handoff")
@@ -200,6 +217,7 @@ def build_circle(
     progress: Progress | None,
     meta: dict[str, Any],
     deadline: float | None = None,
+    objective: str = "faithful",
 ) -> Any:
     """The circle method's entry point from :func:`~lncapacity.construct.build`.
 
@@ -210,7 +228,8 @@ def build_circle(
     search found nothing shallower than ``runs`` would build (its depth is the
     number of label runs along the projection minus ``k``).
     With ``depth``, the net is padded with identity layers.  ``deadline``: the search's
-    (:func:`circle_state`).
+    (:func:`circle_state`).  ``objective="depth"``: the search in balls (:mod:`.precise`),
+    no hand-over to ``runs`` (its float search would bring float64 back).
     """
     from ...model import LNNet
     from ..project import project, runs
@@ -229,14 +248,20 @@ def build_circle(
             float(eps),
             max_depth=limit,
             seed=seed,
-            handoff=k == 2,  # runs with k labels loses float resolution fast (multiclass §6)
+            # runs with k labels loses float resolution fast (multiclass §6)
+            handoff=k == 2 and objective == "faithful",
             progress=progress,
             deadline=deadline,
+            objective=objective,
+            exact=points.X,
         )
     layers, chosen = [], None
     if st is not None and finish(st, y) <= limit:
         layers = st.layers
-        chosen = readout(st.H, y) if st.boundaries <= k else handoff_read(st.H)
+        if st.exact is not None:
+            chosen = precise.readout(st, y)
+        else:
+            chosen = readout(st.H, y) if st.boundaries <= k else handoff_read(st.H)
     if chosen is None:
         why = f"runs needs {runs_depth} layer{'s' * (runs_depth != 1)}" + (
             " and the search found no circle net with fewer"

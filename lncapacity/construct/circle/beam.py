@@ -13,6 +13,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,20 +34,32 @@ from .state import (
     plane,
 )
 
+if TYPE_CHECKING:
+    from .precise import Tracker
+
 Progress = Callable[[int, int], None]
 
 
 def _children(
-    st: State, y: np.ndarray, eps: float, rng: np.random.Generator, candidates: int, keep: int
+    st: State,
+    y: np.ndarray,
+    eps: float,
+    rng: np.random.Generator,
+    candidates: int,
+    keep: int,
+    tracker: Tracker | None = None,
 ) -> list[State]:
-    """The states one fold layer after ``st``, from its ``keep`` best poles."""
+    """The states one fold layer after ``st``, from its ``keep`` best poles (``tracker``:
+    ``objective="depth"``, the children in balls, :mod:`.precise`)."""
     P = plane(st.H)
     out = []
-    for b, _, q in _fold_layer_candidates(P, y, rng, candidates, keep):
+    loose = {} if tracker is None else {"gap_min": 0.0}
+    pre = {} if tracker is None else {"cost": tracker.pre_cost}
+    for b, _, q in _fold_layer_candidates(P, y, rng, candidates, keep, **loose, **pre):
         base = math.atan2(-q[1], -q[0])
         a = np.arctan2(P[:, 1] - q[1], P[:, 0] - q[0])
         rel = (a - base + math.pi) % (2 * math.pi) - math.pi
-        M, _ = _spread(rel, y)
+        M, _ = _spread(rel, y, **loose)
         c, s_ = math.cos(base), math.sin(base)
         Mq = matmul(M, np.array([[c, s_], [-s_, c]]))  # rotate -q to angle 0, then spread
         s = _scaled(matmul(P - q, Mq.T), eps)
@@ -55,6 +68,10 @@ def _children(
         layer = _affine(
             matmul(s * EMq, E.T) / SQRT3, matmul(-s * EMq, q), {"kind": "circle", "boundaries": b}
         )
+        if tracker is not None:
+            if (child := tracker.child(st, layer)) is not None:
+                out.append(child)
+            continue
         H, theta, err = _carry(st.H, *_floats(layer), eps, st.err)
         bb, gg, _ = _score_orders(theta[None, :], y, cyclic=True, err=err)
         if gg[0] >= GAP_MIN:
@@ -76,6 +93,7 @@ def search(
     progress: Progress | None = None,
     reached: list[int] | None = None,
     deadline: float | None = None,
+    tracker: Tracker | None = None,
 ) -> State | None:
     """A beam search for layers leaving every class one arc (``k`` boundaries); None if
     not found.  ``reached``: a list that is left holding the fewest boundaries of any state
@@ -98,6 +116,10 @@ def search(
     ``deadline`` (a ``time.process_time()`` value): the search stops at the first layer
     begun after it, as if it had reached ``max_depth`` (``--budget``; then the net depends
     on the machine's speed, not only on the seed).
+
+    ``tracker`` (``objective="depth"``, :class:`~.precise.Tracker`): the states carry their
+    points in balls, scored by rigorous gaps with no float error (:func:`.precise.rank`);
+    no float64 faithfulness is sought.
     """
     rng = np.random.default_rng(seed)
     k = int(y.max()) + 1
@@ -115,6 +137,8 @@ def search(
         states += [
             st for st in _trained_starts(X, y, eps, seed, max_depth, deadline) if st.gap >= GAP_MIN
         ]
+    if tracker is not None:
+        states = [t for t in map(tracker.start, states) if t is not None]
     kept: State | None = None  # handoff: the state with the least finish so far
     history: dict[int, int] = {}  # depth -> fewest boundaries reached
     while states:
@@ -147,8 +171,10 @@ def search(
             pace = (history[depth - 2 * PATIENCE] - best.boundaries) / (2 * PATIENCE)
             if pace <= 0 or depth + (best.boundaries - k) / pace > GIVE_UP * max_depth:
                 break
-        expanded = [c for st in states for c in _children(st, y, eps, rng, candidates, 2 * beam)]
-        expanded.sort(key=_rank)
+        expanded = [
+            c for st in states for c in _children(st, y, eps, rng, candidates, 2 * beam, tracker)
+        ]
+        expanded.sort(key=_rank if tracker is None else tracker.rank)
         # diversity: at most two states per boundary count
         states, seen = [], Counter()
         for st in expanded:

@@ -1,0 +1,131 @@
+"""``objective="depth"``: the circle search in ball arithmetic (issue 33 §2,
+:mod:`lncapacity.construct.circle.precise`), certified, float64 reported and not required."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from flint import arb, fmpq
+
+from lncapacity import InputError, build, certify, fileformat, points_from_arrays
+from lncapacity.arith import precision
+from lncapacity.construct.circle import State, circle_net, precise
+from lncapacity.floats import check
+from lncapacity.model import Affine, LNNet
+
+TINY = fmpq(1, 10**40)
+
+LINE = ((fmpq(1),), (fmpq(0),), (fmpq(-1),))
+"""One layer ``x -> LN(x, 1, -x)``: its angle in the plane is monotone in ``x`` on ``[-1, 1]``
+(the image of a line that misses the origin), with slope of order 1 at 0."""
+LAYER = Affine(LINE, (fmpq(0), fmpq(1), fmpq(0)), {"kind": "circle-first"})
+
+
+def _tracked(X, y):
+    tracker = precise.Tracker(X, np.asarray(y), 0)
+    return tracker.start(State(np.zeros((len(X), 3)), [LAYER], 0, 0.0, err=np.zeros(len(X))))
+
+
+def test_a_label_gap_of_1e_40_is_measured_resolved_and_read_out():
+    X, y = [(fmpq(-1),), (fmpq(0),), (TINY,), (fmpq(1),)], [0, 0, 1, 1]
+    st = _tracked(X, y)
+    # 1e-40 is about 2^-133: the 128 bits it starts with do not resolve it, 256 do
+    assert st.exact.prec == 256 and st.boundaries == 2
+    # the gap between 0 and 1e-40: the angle's slope at 0 is |d/dx arg(x - 1, (3x + 1)/sqrt 3)|
+    # = (4 / sqrt 3) / (4 / 3) = sqrt 3, so the gap is sqrt(3) 1e-40 (to about 1e-80)
+    assert 0 < st.gap <= 1.7320508075688772e-40 < st.gap * (1 + 1e-12)
+    read = precise.readout(st, np.asarray(y))
+    assert read is not None
+    points = points_from_arrays(X, y)
+    net = LNNet(1, 3, fmpq(0), (LAYER,), read, (0, 1), {})
+    cert = certify(net, points)
+    assert cert.all_certified and 0 < cert.min_margin < 1e-39
+    # float64 sees 0 and 1e-40 alike after the layer (1 + 1e-40 == 1): one of them is wrong
+    assert check(net, points, "float64").agree == 3
+
+
+def test_labels_closer_than_the_floor_are_not_separated():
+    X, y = [(fmpq(-1),), (fmpq(0),), (fmpq(1, 2**300),), (fmpq(1),)], [0, 0, 1, 1]
+    assert _tracked(X, y) is None  # below GAP_FLOOR = 2^-240: dropped, not mis-measured
+
+
+def test_the_measured_gap_is_a_lower_bound_of_the_true_gaps():
+    rng = np.random.default_rng(5)
+    X = [(fmpq(int(v), 2**20),) for v in rng.integers(-(2**20), 2**20, 40)]
+    y = rng.integers(0, 2, 40)
+    st = _tracked(X, y)
+    with precision(600):  # the true angles, far more exactly
+        theta = precise._plane_angles(precise.Tracker(X, y, 0)._replay([LAYER], 600))
+        order = sorted(range(40), key=lambda i: float(theta[i]))
+        gaps = [
+            theta[order[(i + 1) % 40]] - theta[order[i]] + (2 * arb.pi() if i == 39 else 0)
+            for i in range(40)
+            if y[order[i]] != y[order[(i + 1) % 40]]
+        ]
+        true = min(gaps, key=float)
+    assert st.boundaries == sum(
+        y[order[i]] != y[order[(i + 1) % 40]] for i in range(40)
+    ) and 0 < st.gap < true
+    assert float(true) < st.gap * (1 + 1e-9)
+
+
+def test_the_depth_objective_certifies_a_net_float64_gets_wrong():
+    raise NotImplementedError
+
+
+def test_the_default_objective_is_the_faithful_one():
+    points = points_from_arrays(np.arange(24).reshape(-1, 1), [(k * 7 // 3) % 2 for k in range(24)])
+    default = build(points, method="circle")
+    faithful = build(points, method="circle", objective="faithful")
+    assert fileformat.dumps(fileformat.to_dict(default)) == fileformat.dumps(
+        fileformat.to_dict(faithful)
+    )
+    assert "objective" not in default.meta and "float64" not in default.meta
+    assert check(default, points, "float64").all_agree
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"objective": "speed", "method": "circle"}, "unknown objective 'speed'"),
+        ({"objective": "depth"}, "use method 'circle'"),
+        ({"objective": "depth", "method": "runs"}, "use method 'circle'"),
+    ],
+)
+def test_bad_objectives_are_refused(options, message):
+    points = points_from_arrays(np.arange(6).reshape(-1, 1), [0, 1, 1, 0, 0, 1])
+    with pytest.raises(InputError, match=message):
+        build(points, **options)
+
+
+def _cli(tmp_path, *options):
+    data = tmp_path / "d.csv"
+    data.write_text("x,label\n" + "".join(f"{k},{(k * 7 // 3) % 2}\n" for k in range(24)))
+    out = tmp_path / "n.json"
+    cmd = [sys.executable, "-m", "lncapacity", "certify", str(data), "--out", str(out)]
+    r = subprocess.run([*cmd, "--quiet", *options], capture_output=True, text=True)
+    return r, out
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (("--objective", "depth"), "--objective depth: the circle search's; add --method circle"),
+        (("--objective", "deep", "--method", "circle"), "invalid choice: 'deep'"),
+    ],
+)
+def test_cli_refuses_bad_objectives(tmp_path, options, message):
+    r, out = _cli(tmp_path, *options)
+    assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
+    assert not out.exists()
+
+
+def test_cli_builds_with_the_depth_objective(tmp_path):
+    r, out = _cli(tmp_path, "--method", "circle", "--objective", "depth", "--float", "float64")
+    assert r.returncode == 0, r.stderr
+    assert "method circle" in r.stdout and "float64:" in r.stdout and out.exists()
+    net = fileformat.load(out)
+    assert net.meta["objective"] == "depth" and net.meta["float64"]
