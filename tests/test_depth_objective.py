@@ -72,8 +72,41 @@ def test_the_measured_gap_is_a_lower_bound_of_the_true_gaps():
     assert float(true) < st.gap * (1 + 1e-9)
 
 
-def test_the_depth_objective_certifies_a_net_float64_gets_wrong():
-    raise NotImplementedError
+def _twins(n=16, seed=1):
+    """``0, 1, ..., n - 1`` with random labels, and ``7 + 1e-30`` labelled unlike 7: float64
+    cannot tell the two apart (``7 + 1e-30`` rounds to 7), the exact net can."""
+    y = list(np.random.default_rng(seed).integers(0, 2, n))
+    X = [(fmpq(k),) for k in range(n)] + [(fmpq(7) + fmpq(1, 10**30),)]
+    return points_from_arrays(X, [*y, 1 - y[7]])
+
+
+def test_the_depth_objective_certifies_a_net_float64_cannot_run():
+    points = _twins()
+    net = build(points, method="circle", objective="depth")
+    cert = certify(net, points)
+    assert net.meta["method"] == "circle" and net.meta["objective"] == "depth"
+    assert cert.all_certified and 0 < cert.min_margin < 1e-29
+    # the twins are one float64 input: one of them is wrong, and the net says so
+    assert check(net, points, "float64").agree == points.m - 1
+    assert net.meta["float64"] == f"wrong on 1 of {points.m} points (not required)"
+    # 16 labels have at most 16 cyclic boundaries, so 3 layers at least (fold count), and
+    # the search finds that many; the faithful search cannot start (its first layer sees
+    # the twins as one point) and runs gives way to pma, about m - 2 layers
+    assert net.depth == 3
+    faithful = build(points, method="circle")
+    assert faithful.meta["method"] == "pma" and faithful.depth > 3 * net.depth
+
+
+def test_a_depth_net_is_certified_by_construction_on_every_labeling_of_six_points():
+    # every labeling of 0..5 (both labels present), with the depth objective: certified
+    for bits in range(1, 2**6 - 1):
+        y = [(bits >> i) & 1 for i in range(6)]
+        points = points_from_arrays(np.arange(6).reshape(-1, 1), y)
+        net = circle_net(points.floats(), np.asarray(y), 0.0, max_depth=3, objective="depth")
+        if net is not None:
+            layers, read = net
+            lnnet = LNNet(1, 3, fmpq(0), tuple(layers), read, (0, 1), {})
+            assert certify(lnnet, points).all_certified
 
 
 def test_the_default_objective_is_the_faithful_one():

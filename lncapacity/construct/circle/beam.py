@@ -124,7 +124,8 @@ def search(
     rng = np.random.default_rng(seed)
     k = int(y.max()) + 1
     states = []
-    for b, gap, Q, q in _first_layer(X, y, rng, beam, 256):
+    loose = {} if tracker is None else {"gap_min": 0.0, "cost": tracker.pre_cost}
+    for b, gap, Q, q in _first_layer(X, y, rng, beam, 256, **loose):
         M = np.eye(2)
         s = _scaled(matmul(matmul(X, Q) - q, M.T), eps)
         EM = matmul(E, M)

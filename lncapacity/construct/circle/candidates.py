@@ -51,9 +51,16 @@ def _first_candidates(X: np.ndarray, y: np.ndarray, rng: np.random.Generator, co
 
 
 def _first_layer(
-    X: np.ndarray, y: np.ndarray, rng: np.random.Generator, beam: int, centres: int
+    X: np.ndarray,
+    y: np.ndarray,
+    rng: np.random.Generator,
+    beam: int,
+    centres: int,
+    gap_min: float = GAP_MIN,
+    cost: Callable[[int, float], float] = _cost,
 ) -> list[tuple[int, float, np.ndarray, np.ndarray]]:
-    """Candidate first layers ``(B, gap, Q, q)``: angle of ``X Q - q`` around ``q``."""
+    """Candidate first layers ``(B, gap, Q, q)``: angle of ``X Q - q`` around ``q`` (label
+    gaps at least ``gap_min``, ranked by ``cost``, as in :func:`_fold_layer_candidates`)."""
     out = []
     d = X.shape[1]
     for Q in _first_candidates(X, y, rng, 1 if d == 1 else 12):
@@ -79,18 +86,18 @@ def _first_layer(
             rel = np.arctan2(Z[None, :, 1] - qs[:, None, 1], Z[None, :, 0] - qs[:, None, 0])
             b, gap, _ = _score_orders(rel, y, cyclic=True)
             found = [
-                (int(b[k]), float(gap[k]), Q, qs[k]) for k in range(len(qs)) if gap[k] >= GAP_MIN
+                (int(b[k]), float(gap[k]), Q, qs[k]) for k in range(len(qs)) if gap[k] >= gap_min
             ]
             out += found
             if d == 1 or not found:
                 break
             # refine: centres around the best ones so far, closer each round
-            found.sort(key=lambda c: _cost(c[0], c[1]))
+            found.sort(key=lambda c: cost(c[0], c[1]))
             best = np.array([c[3] for c in found[:4]])
             qs = np.repeat(best, centres // 8, axis=0)
             qs = qs + rng.standard_normal(qs.shape) * radius
             radius /= 2
-    out.sort(key=lambda c: _cost(c[0], c[1]))
+    out.sort(key=lambda c: cost(c[0], c[1]))
     return out[:beam]
 
 

@@ -150,22 +150,15 @@ class Tracker:
         self.X = [tuple(_rational(v) for v in row) for row in X]
         self.y = y
         self.eps = _rational(eps)
-        self._maps: dict[tuple[int, int], Affine[arb]] = {}
 
     rank = staticmethod(rank)
     pre_cost = staticmethod(pre_cost)
-
-    def _map(self, layer: Affine[fmpq], prec: int) -> Affine[arb]:
-        key = (id(layer), prec)
-        if key not in self._maps:
-            self._maps[key] = layer.map(arb)
-        return self._maps[key]
 
     def _replay(self, layers: Sequence[Affine[fmpq]], prec: int) -> list[list[arb]]:
         with precision(prec):
             rows: Any = [[arb(v) for v in x] for x in self.X]
             for layer in layers:
-                f, eps = self._map(layer, prec), arb(self.eps)
+                f, eps = layer.map(arb), arb(self.eps)
                 rows = [layer_norm(f(h), eps, arb.sqrt) for h in rows]
         return rows
 
@@ -196,7 +189,7 @@ class Tracker:
         """The state one ``layer`` after ``st`` (which has its balls)."""
         balls = st.exact
         with precision(balls.prec):
-            f, eps = self._map(layer, balls.prec), arb(self.eps)
+            f, eps = layer.map(arb), arb(self.eps)
             rows = [layer_norm(f(h), eps, arb.sqrt) for h in balls.rows]
         return self._state([*st.layers, layer], rows, balls.prec)
 
