@@ -31,12 +31,16 @@ exactly as NumPy float64 runs the net; the finished net is certified by
 inside the disc: each layer is scaled by a power of two so that ``eps`` shifts
 the radius by less than ``2^-40`` (the angle never depends on ``eps``).  With
 two classes the search may hand over to ``runs`` (:class:`Handoff`).
+With ``objective="depth"`` (:mod:`.precise`) the points are carried in ``arb`` balls
+instead and scored by rigorous label gaps with no float error: the search keeps folding
+where float64 cannot follow, and float64 faithfulness is reported, not sought.
 
 The package, split by concern (issue 29): :mod:`.state` (a state, how it is scored,
 the float-error bound of its angles), :mod:`.candidates` (the layers worth trying),
-:mod:`.beam` (the search), :mod:`.handoff` (the hand-over to ``runs``) and
-:mod:`.readouts` (chord and polygon); this module holds the construction itself
-(:func:`circle_state`, :func:`circle_net`, :func:`build_circle`).
+:mod:`.beam` (the search), :mod:`.handoff` (the hand-over to ``runs``),
+:mod:`.readouts` (chord and polygon) and :mod:`.precise` (``objective="depth"``); this
+module holds the construction itself (:func:`circle_state`, :func:`circle_net`,
+:func:`build_circle`).
 """
 
 from __future__ import annotations
