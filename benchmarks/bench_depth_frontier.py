@@ -121,6 +121,19 @@ def table(rows: dict[int, list[dict[str, Any]]], md: Markdown) -> None:
         )
 
 
+def exponent(rows: dict[int, list[dict[str, Any]]], key: str) -> float | None:
+    """``a`` of the least-squares fit ``depth ~ m^a`` (log-log) over the rows' medians."""
+    ms = sorted(rows)
+    if len(ms) < 2:
+        return None
+    x = [math.log(m) for m in ms]
+    y = [math.log(_median(rows[m], key)) for m in ms]
+    mx, my = statistics.fmean(x), statistics.fmean(y)
+    return sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True)) / sum(
+        (a - mx) ** 2 for a in x
+    )
+
+
 def figure(rows: dict[int, list[dict[str, Any]]], path: str) -> None:
     import matplotlib
 
@@ -189,6 +202,15 @@ def main() -> None:
     load = os.getloadavg()[0]
     md.add(f"Load average when the table was printed: {load:.1f} (2 cores, shared).\n")
     table(rows, md)
+    growth = {key: exponent(rows, key) for key in ("depth", "faithful")}
+    if growth["depth"] is not None:
+        md.out()
+        md.out(
+            f"Growth over these sizes (least squares on log-log): depth ~ m^{growth['depth']:.2f} "
+            f"(objective depth), m^{growth['faithful']:.2f} (float-faithful circle); the "
+            "counting bound grows like 0.254 sqrt(m) for large m, the fold-count bound like "
+            "log2(m)."
+        )
     md.save()
     if args.figure and rows:
         figure(rows, args.figure)

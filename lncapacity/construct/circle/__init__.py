@@ -138,6 +138,8 @@ def circle_state(
     m = len(y)
     k = int(y.max()) + 1
     candidates = max(200, min(4000, WORK // max(m, 1)))
+    if tracker is not None:  # the depth objective: time for a wider search (precise.CANDIDATES)
+        candidates = max(candidates, precise.CANDIDATES)
     if m <= SMALL:
         beam *= 2
     st = None
