@@ -66,9 +66,10 @@ def test_the_measured_gap_is_a_lower_bound_of_the_true_gaps():
             if y[order[i]] != y[order[(i + 1) % 40]]
         ]
         true = min(gaps, key=float)
-    assert st.boundaries == sum(
-        y[order[i]] != y[order[(i + 1) % 40]] for i in range(40)
-    ) and 0 < st.gap < true
+    assert (
+        st.boundaries == sum(y[order[i]] != y[order[(i + 1) % 40]] for i in range(40))
+        and 0 < st.gap < true
+    )
     assert float(true) < st.gap * (1 + 1e-9)
 
 
@@ -80,9 +81,12 @@ def _twins(n=16, seed=1):
     return points_from_arrays(X, [*y, 1 - y[7]])
 
 
-def test_the_depth_objective_certifies_a_net_float64_cannot_run():
+@pytest.mark.parametrize("eps", [0, "1e-5"])
+def test_the_depth_objective_certifies_a_net_float64_cannot_run(eps):
+    # eps > 0: the last layer is scaled up so that the radius (which the readout sees and
+    # eps moves by up to 2^-40) moves by far less than the gap of 1e-30
     points = _twins()
-    net = build(points, method="circle", objective="depth")
+    net = build(points, method="circle", objective="depth", eps=eps)
     cert = certify(net, points)
     assert net.meta["method"] == "circle" and net.meta["objective"] == "depth"
     assert cert.all_certified and 0 < cert.min_margin < 1e-29
@@ -93,7 +97,7 @@ def test_the_depth_objective_certifies_a_net_float64_cannot_run():
     # the search finds that many; the faithful search cannot start (its first layer sees
     # the twins as one point) and runs gives way to pma, about m - 2 layers
     assert net.depth == 3
-    faithful = build(points, method="circle")
+    faithful = build(points, method="circle", eps=eps)
     assert faithful.meta["method"] == "pma" and faithful.depth > 3 * net.depth
 
 

@@ -265,6 +265,9 @@ def build_circle(
     if st is not None and finish(st, y) <= limit:
         layers = st.layers
         if st.exact is not None:
+            if eps and st.boundaries <= k:  # the readout sees the radius: make eps negligible
+                st = Tracker(points.X, y, eps).flattened(st) or st
+                layers = st.layers
             chosen = precise.readout(st, y)
         else:
             chosen = readout(st.H, y) if st.boundaries <= k else handoff_read(st.H)

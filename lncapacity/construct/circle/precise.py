@@ -191,6 +191,24 @@ class Tracker:
         measured rigorously; None when the gap is not resolved (:meth:`_state`)."""
         return self._state(st.layers, self._replay(st.layers, PREC_START), PREC_START)
 
+    def flattened(self, st: State) -> State | None:
+        """``st`` with its last layer scaled by a power of two ``2^j`` so that ``eps`` moves
+        the radius by less than about ``2^-24`` of the label gap (the angles do not change;
+        the readout's scores do with the radius, by up to ``2^-40`` after :func:`~.state._scaled`,
+        which would swamp smaller gaps).  None when no scaling is needed (or the gap is lost)."""
+        j = math.ceil((-16 - math.log2(st.gap)) / 2) if st.gap > 0 else 0
+        if j <= 0:
+            return None
+        last = st.layers[-1]
+        t = fmpq(2) ** j
+        scaled = Affine(
+            tuple(tuple(w * t for w in row) for row in last.W),
+            tuple(v * t for v in last.b),
+            last.meta,
+        )
+        layers = [*st.layers[:-1], scaled]
+        return self._state(layers, self._replay(layers, st.exact.prec), st.exact.prec)
+
     def child(self, st: State, layer: Affine[fmpq]) -> State | None:
         """The state one ``layer`` after ``st`` (which has its balls)."""
         balls = st.exact
