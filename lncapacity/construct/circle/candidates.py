@@ -60,7 +60,7 @@ def _first_layer(
     cost: Callable[[int, float], float] = _cost,
 ) -> list[tuple[int, float, np.ndarray, np.ndarray]]:
     """Candidate first layers ``(B, gap, Q, q)``: angle of ``X Q - q`` around ``q`` (label
-    gaps at least ``gap_min``, ranked by ``cost``, as in :func:`_fold_layer_candidates`)."""
+    gaps at least ``gap_min``, ranked by ``cost``, as in ``_fold_layer_candidates``)."""
     out = []
     d = X.shape[1]
     for Q in _first_candidates(X, y, rng, 1 if d == 1 else 12):
@@ -275,7 +275,7 @@ def _spread(rel: np.ndarray, y: np.ndarray, gap_min: float = GAP_MIN) -> tuple[n
 
     A projective map of the directions sends the two outermost points to
     ``-+TARGET`` and the point of rank fraction ``f`` (from :data:`PIVOTS`) to
-    0; the ``f`` giving the largest smallest label gap wins (:func:`_evenness`, with
+    0; the ``f`` giving the largest smallest label gap wins (``_evenness``, with
     ``gap_min``).
     """
     srt = np.sort(rel)
@@ -311,6 +311,6 @@ def _evenness(theta: np.ndarray, y: np.ndarray, gap_min: float = GAP_MIN) -> flo
 
 
 TIE = 2.0**-64
-"""Float64 angles closer than this count as this apart in :func:`_evenness` (only
+"""Float64 angles closer than this count as this apart in ``_evenness`` (only
 ``objective="depth"`` passes a ``gap_min`` below it: its points may be closer than float64
 resolves)."""

@@ -1,7 +1,7 @@
 """The circle search in ball arithmetic: ``objective="depth"`` (issue 33 §2).
 
 The float-faithful search (``objective="faithful"``) scores a state by its label gaps
-*less* the float64 error its angles carry (:func:`.state._carry`), and so gives way where
+*less* the float64 error its angles carry (``state._carry``), and so gives way where
 float64 cannot follow its deep maps (near 0.41 of ``m - 2`` at ``m = 1000``).  The
 certificate needs no floats, so this module carries the points through the layers the
 way the certificate does: python-flint ``arb`` balls of the exact net's outputs
@@ -188,13 +188,13 @@ class Tracker:
 
     def start(self, st: State) -> State | None:
         """``st`` (its layers found in float64) with its points in balls: boundaries and gap
-        measured rigorously; None when the gap is not resolved (:meth:`_state`)."""
+        measured rigorously; None when the gap is not resolved (``_state``)."""
         return self._state(st.layers, self._replay(st.layers, PREC_START), PREC_START)
 
     def flattened(self, st: State) -> State | None:
         """``st`` with its last layer scaled by a power of two ``2^j`` so that ``eps`` moves
         the radius by less than about ``2^-24`` of the label gap (the angles do not change;
-        the readout's scores do with the radius, by up to ``2^-40`` after :func:`~.state._scaled`,
+        the readout's scores do with the radius, by up to ``2^-40`` after ``state._scaled``,
         which would swamp smaller gaps).  None when no scaling is needed (or the gap is lost)."""
         j = math.ceil((-16 - math.log2(st.gap)) / 2) if st.gap > 0 else 0
         if j <= 0:
