@@ -219,7 +219,7 @@ class Tracker:
 
 
 def readout(st: State, y: np.ndarray) -> Affine[fmpq] | None:
-    """Rows ``0 .. k-1`` with score ``c`` positive exactly on the arc of class ``c``:
+    """A readout with one row per class, score ``c`` positive exactly on the arc of ``c``:
     the polygon inscribed at the cuts in the middle of the label gaps (as
     :func:`~.readouts.polygon`; two classes: one chord, as a pair of opposite rows),
     with the weights' dyadic midpoints at the state's precision; None unless each
