@@ -13,13 +13,13 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...reproducible import matmul, torch_one_thread
 from .candidates import _first_layer, _fold_layer_candidates, _spread
 from .handoff import finish
+from .precise import Tracker
 from .state import (
     GAP_MIN,
     SQRT3,
@@ -33,9 +33,6 @@ from .state import (
     _score_orders,
     plane,
 )
-
-if TYPE_CHECKING:
-    from .precise import Tracker
 
 Progress = Callable[[int, int], None]
 

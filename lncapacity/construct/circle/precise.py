@@ -13,7 +13,7 @@ label boundaries and smallest label gap are read off these balls and are rigorou
 runs); float64 no longer decides anything but which layers are *tried*: the candidates of
 :mod:`.candidates` are found on the balls' midpoints rounded to float64 (accurate to an
 ulp, with no error carried from earlier layers), and every weight of a fold layer is
-still a float64, i.e. an exact dyadic rational.  The readout (:meth:`Tracker.readout`)
+still a float64, i.e. an exact dyadic rational.  The readout (:func:`readout`)
 cuts the arcs in the middle of the precise gaps, with weights the dyadic midpoints of
 balls at the working precision (an ordinary ``lnnet/1`` net; rows of long dyadics), and
 is checked in balls.  The finished net is certified by :func:`lncapacity.certify` as any;
@@ -149,8 +149,8 @@ def _rational(v: Any) -> fmpq:
 
 class Tracker:
     """The points of one search in balls: from the exact inputs ``X`` (rationals), labels
-    ``y`` and LayerNorm's ``eps``, states after any layers (:meth:`start`, :meth:`child`);
-    the finished state's readout is :func:`readout`."""
+    ``y`` and LayerNorm's ``eps``, states after any layers (:meth:`Tracker.start`,
+    :meth:`Tracker.child`); the finished state's readout is :func:`readout`."""
 
     def __init__(self, X: Sequence[Sequence[Any]], y: np.ndarray, eps: Any):
         self.X = [tuple(_rational(v) for v in row) for row in X]
