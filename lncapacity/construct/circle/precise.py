@@ -59,7 +59,8 @@ resolution; here only room to place later folds with float64 poles)."""
 CANDIDATES = 3000
 """Candidate poles per state and layer at least (the float-faithful search tries ``WORK / m``,
 600 at ``m = 1000``: measured with that, the depth objective needed 0.153 of ``m - 2`` there,
-against 0.085 at ``m = 200`` with 3000)."""
+against 0.085 at ``m = 200`` with 3000; with 3000 at ``m = 1000``, 0.135, and at 500 0.110
+instead of 0.124: docs/tables/depth_frontier.md)."""
 
 
 def cost(boundaries: int, gap: float) -> float:
