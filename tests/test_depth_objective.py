@@ -16,8 +16,6 @@ from lncapacity.construct.circle import State, circle_net, precise
 from lncapacity.floats import check
 from lncapacity.model import Affine, LNNet
 
-TINY = fmpq(1, 10**40)
-
 LINE = ((fmpq(1),), (fmpq(0),), (fmpq(-1),))
 """One layer ``x -> LN(x, 1, -x)``: its angle in the plane is monotone in ``x`` on ``[-1, 1]``
 (the image of a line that misses the origin), with slope of order 1 at 0."""
@@ -29,20 +27,23 @@ def _tracked(X, y):
     return tracker.start(State(np.zeros((len(X), 3)), [LAYER], 0, 0.0, err=np.zeros(len(X))))
 
 
-def test_a_label_gap_of_1e_40_is_measured_resolved_and_read_out():
-    X, y = [(fmpq(-1),), (fmpq(0),), (TINY,), (fmpq(1),)], [0, 0, 1, 1]
+@pytest.mark.parametrize("tiny", [40, 60])
+def test_label_gaps_of_1e_40_and_1e_60_are_measured_resolved_and_read_out(tiny):
+    small = fmpq(1, 10**tiny)
+    X, y = [(fmpq(-1),), (fmpq(0),), (small,), (fmpq(1),)], [0, 0, 1, 1]
     st = _tracked(X, y)
-    # 1e-40 is about 2^-133: the 128 bits it starts with do not resolve it, 256 do
+    # 1e-40 is about 2^-133, 1e-60 about 2^-199: the 128 bits it starts with do not resolve
+    # them (radius at most 2^-24 of the gap), 256 do
     assert st.exact.prec == 256 and st.boundaries == 2
     # the gap between 0 and 1e-40: the angle's slope at 0 is |d/dx arg(x - 1, (3x + 1)/sqrt 3)|
     # = (4 / sqrt 3) / (4 / 3) = sqrt 3, so the gap is sqrt(3) 1e-40 (to about 1e-80)
-    assert 0 < st.gap <= 1.7320508075688772e-40 < st.gap * (1 + 1e-12)
+    assert 0 < st.gap <= 1.7320508075688772 * 10.0**-tiny < st.gap * (1 + 1e-12)
     read = precise.readout(st, np.asarray(y))
     assert read is not None
     points = points_from_arrays(X, y)
     net = LNNet(1, 3, fmpq(0), (LAYER,), read, (0, 1), {})
     cert = certify(net, points)
-    assert cert.all_certified and 0 < cert.min_margin < 1e-39
+    assert cert.all_certified and 0 < cert.min_margin < 10.0 ** (1 - tiny)
     # float64 sees 0 and 1e-40 alike after the layer (1 + 1e-40 == 1): one of them is wrong
     assert check(net, points, "float64").agree == 3
 
