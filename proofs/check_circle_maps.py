@@ -1,5 +1,6 @@
 """Executable check of proofs/circle_maps.md."""
 
+import itertools
 import math
 import random
 from pathlib import Path
@@ -669,3 +670,39 @@ def test_with_a_small_eps_the_alternating_net_at_depth_3_still_changes_8_times()
     changes, degree, signs = _line_changes(net, [p[0] for p in header.points])
     assert [int(s > 0) for s in signs] == labels_of(rec["labeling"], 9)
     assert changes == 8 and degree <= 8
+
+
+# --- 7. the depth objective: label gaps from balls --------------------------------------------
+
+
+def test_gaps_read_from_balls_bound_the_true_gaps():
+    # random true angles, balls of radius at most R around them (midpoints off by up to R):
+    # the midpoint order, with lo = min over label changes of (c_j - c_i - 2R) - 2R (the
+    # difference ball's lower end less 2R), separates the true runs by at least lo
+    rng = random.Random(7)
+    checked = 0
+    for _ in range(400):
+        m, R = rng.randint(3, 30), fmpq(rng.randint(1, 50), 10**4)
+        true = sorted(fmpq(rng.randint(0, 10**6), 10**6) * 6 for _ in range(m))
+        labels = [rng.randint(0, 1) for _ in range(m)]
+        mids = [t + R * fmpq(rng.randint(-100, 100), 100) for t in true]
+        order = sorted(range(m), key=lambda i: mids[i])
+        lo = None
+        for a in range(m):
+            i, j = order[a], order[(a + 1) % m]
+            if labels[i] != labels[j]:
+                seam = fmpq(0) if a + 1 < m else 2 * fmpq(314159265, 10**8)  # > 2 pi > 6
+                d = mids[j] + seam - mids[i] - 2 * R  # the difference ball's lower end
+                lo = d - 2 * R if lo is None else min(lo, d - 2 * R)
+        if lo is None or lo <= 0:
+            continue
+        # the true values in midpoint order: every run lies before the next, lo apart
+        runs, start = [], 0
+        for a in range(1, m + 1):
+            if a == m or labels[order[a]] != labels[order[a - 1]]:
+                runs.append([true[order[b]] for b in range(start, a)])
+                start = a
+        for r1, r2 in itertools.pairwise(runs):
+            assert min(r2) - max(r1) >= lo
+        checked += 1
+    assert checked > 100  # most draws resolve their gaps

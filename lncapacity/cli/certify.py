@@ -10,6 +10,7 @@ import math
 
 from .. import fileformat
 from ..construct import ARCHS, CHOICES, DEFAULT_ARCH, DEFAULT_METHOD, build
+from ..construct.circle import OBJECTIVES
 from ..data import load_points
 from ..errors import InputError
 from .common import add_output_options, run, seed_int
@@ -57,6 +58,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "10 to 120, for m < 2000 points, else no search; circle: default no "
         "limit; 0: no search)",
     )
+    c.add_argument(
+        "--objective",
+        default=OBJECTIVES[0],
+        choices=list(OBJECTIVES),
+        help="with --method circle: faithful (default: a net float64 runs right) or depth "
+        "(the search in ball arithmetic: the shallowest net it finds, certified; float64 "
+        "reported, not required)",
+    )
     c.add_argument("--seed", type=seed_int, default=0, help="seed for the choice of projection")
     c.add_argument(
         "--exact",
@@ -83,6 +92,8 @@ def cmd_certify(args: argparse.Namespace) -> int:
         ln_g_arguments(args)
     if args.exact and args.method != "pma":
         raise InputError("--exact: exact merges are the paper's algorithm; add --method pma")
+    if args.objective != OBJECTIVES[0] and args.method != "circle":
+        raise InputError(f"--objective {args.objective}: the circle search's; add --method circle")
     points = load_points(args.data)
     if points.d > fileformat.MAX_INPUT_DIM:
         raise InputError(
@@ -101,6 +112,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
             exact=args.exact,
             arch=args.arch,
             budget=args.budget,
+            objective=args.objective,
         ),
     )
     if not args.explain:

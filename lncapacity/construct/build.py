@@ -24,7 +24,7 @@ from ..errors import InputError
 from ..fileformat import MAX_DEPTH, read_vector
 from ..model import Affine, Label, LNNet
 from ..version import __version__
-from .circle import CIRCLE_META, Handoff, build_circle  # method "circle" (issue 18)
+from .circle import CIRCLE_META, OBJECTIVES, Handoff, build_circle  # method "circle" (issue 18)
 from .circle.beam import past
 from .fold import Chain, FoldStep, exact_float, fold_layer, reversal
 from .groups import build_ln_g  # arch "ln-g" (issue 30)
@@ -101,6 +101,7 @@ def build(
     exact: bool = False,
     arch: str = DEFAULT_ARCH,
     budget: float | None = None,
+    objective: str = "faithful",
 ) -> LNNet[fmpq]:
     """A width-3 LN-Net (or, with ``arch="ln-g"``, an LN-G net) that classifies every
     point of ``(X, y)`` correctly.
@@ -131,6 +132,10 @@ def build(
     groups, about ``2 sqrt(b)`` for ``b`` label boundaries and two classes
     (:func:`.groups_deep.build_ln_g_deep`, proofs/ln_g_depth.md; depth 3 and more re-step
     the depth-2 net's scores, no fewer groups); ``method`` stays ``"auto"``.
+    ``objective`` (with ``method="circle"``): ``"faithful"`` (the default: a circle net
+    float64 runs right) or ``"depth"`` (the search in ball arithmetic, :mod:`.circle.precise`:
+    the shallowest net it finds, certified; whether float64 runs it right is reported in
+    ``meta["float64"]``, not required).
     """
     points = X if isinstance(X, PointSet) else points_from_arrays(X, y)
     eps_q = _eps(eps)
@@ -140,6 +145,10 @@ def build(
         raise InputError(f"depth must be a non-negative integer, got {depth!r}")
     if arch not in ARCHS:
         raise InputError(f"unknown arch {arch!r} (choose from {', '.join(ARCHS)})")
+    if objective not in OBJECTIVES:
+        raise InputError(f"unknown objective {objective!r} (choose from {', '.join(OBJECTIVES)})")
+    if objective != "faithful" and (method != "circle" or arch != "ln3" or exact):
+        raise InputError(f"objective {objective!r} is the circle search's: use method 'circle'")
     cls = tuple(points.classes if classes is None else classes)
     if missing := sorted(set(points.y) - set(cls), key=str):
         raise InputError(f"labels {missing} are not among the classes {list(cls)}")
@@ -186,7 +195,11 @@ def build(
     if method == "circle":  # whole circle maps per layer: its own entry point (circle.py)
         two = seconds is not None and len(present) == 2  # budgets are for two classes
         deadline = time.process_time() + seconds if two else None
-        circle = _circle(points, yk, present, cls, eps_q, depth, seed, progress, meta, deadline)
+        if objective != "faithful":
+            meta["objective"] = objective
+        circle = _circle(
+            points, yk, present, cls, eps_q, depth, seed, progress, meta, deadline, None, objective
+        )
         if circle is not None:
             return circle
         method = "runs"
@@ -271,17 +284,30 @@ def _circle(
     meta: dict[str, Any],
     deadline: float | None,
     below: int | None = None,
+    objective: str = "faithful",
 ) -> LNNet[fmpq] | None:
     """``method="circle"``: its net (certified, float64-faithful), or None after noting in
     ``meta`` (``method = "runs"``, ``fallback``) why ``runs`` is used.  When ``runs``
     after the circle layers (a :class:`Handoff`) fails, the search runs again from the
     next seed, up to :data:`HANDOFF_RETRIES` times while ``deadline`` has not passed.
-    ``below``: a depth the net must beat (``auto``: the ``runs`` net's)."""
+    ``below``: a depth the net must beat (``auto``: the ``runs`` net's).  ``objective``:
+    :func:`build`'s (``"depth"``: only the certificate is required, float64 is reported in
+    ``meta["float64"]``)."""
     note = getattr(progress, "note", None)
     why: str | None = None
     for retry in range(HANDOFF_RETRIES + 1):
         got = build_circle(
-            points, yk, present, cls, eps_q, depth, seed + retry, progress, meta, deadline
+            points,
+            yk,
+            present,
+            cls,
+            eps_q,
+            depth,
+            seed + retry,
+            progress,
+            meta,
+            deadline,
+            objective,
         )
         why = None  # None: build_circle noted in meta why runs is used
         handed = isinstance(got, Handoff)
@@ -295,7 +321,10 @@ def _circle(
         if isinstance(got, LNNet) and (below is None or got.depth < below):
             # a circle net is found in float64 and certified now; a hand-over's is certified
             # by construction (its folds start from balls)
-            why = _rejected(got, points, certify="handoff" not in meta)
+            floats = objective == "faithful"
+            why = _rejected(got, points, certify="handoff" not in meta, floats=floats)
+            if why is None and not floats:
+                got = replace(got, meta={**got.meta, "float64": _float_report(got, points)})
             if why is None:
                 if retry:
                     got = replace(got, meta={**got.meta, "circle_seed": seed + retry})
@@ -409,21 +438,33 @@ def build_exact(
     return LNNet(points.d, WIDTH, eps, tuple(layers), readout, cls, meta)
 
 
-def _rejected(net: LNNet[fmpq], points: PointSet, certify: bool) -> str | None:
+def _rejected(net: LNNet[fmpq], points: PointSet, certify: bool, floats: bool = True) -> str | None:
     """Why a circle (or peel) net is not used, or None: the certificate fails (``certify``),
     or NumPy float64 (or PyTorch's, where installed) gets points wrong (the circle search
     bounds the float error, ``circle._carry``, so it should not: this checks that
-    promise; peel's keeps its label gaps float-sized)."""
+    promise; peel's keeps its label gaps float-sized; not checked without ``floats``)."""
     from ..certify import certify as certificate
     from ..floats import check, have_torch
 
     if certify and (failed := len(certificate(net, points).failures)):
         return f"the certificate failed on {failed} points"
+    if not floats:
+        return None
     for backend in ("float64", "torch-float64") if have_torch() else ("float64",):
         got = check(net, points, backend)
         if got.agree < got.total:
             return f"{backend} gets {got.total - got.agree} of {got.total} points wrong"
     return None
+
+
+def _float_report(net: LNNet[fmpq], points: PointSet) -> str:
+    """How NumPy float64 runs ``net`` on ``points`` (``objective="depth"`` reports it)."""
+    from ..floats import check
+
+    got = check(net, points, "float64")
+    if got.agree == got.total:
+        return f"right on all {got.total} points"
+    return f"wrong on {got.total - got.agree} of {got.total} points (not required)"
 
 
 def _folded(

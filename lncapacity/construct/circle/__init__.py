@@ -34,12 +34,16 @@ exactly as NumPy float64 runs the net; the finished net is certified by
 inside the disc: each layer is scaled by a power of two so that ``eps`` shifts
 the radius by less than ``2^-40`` (the angle never depends on ``eps``).  With
 two classes the search may hand over to ``runs`` (:class:`Handoff`).
+With ``objective="depth"`` (:mod:`.precise`) the points are carried in ``arb`` balls
+instead and scored by rigorous label gaps with no float error: the search keeps folding
+where float64 cannot follow, and float64 faithfulness is reported, not sought.
 
 The package, split by concern (issue 29): :mod:`.state` (a state, how it is scored,
 the float-error bound of its angles), :mod:`.candidates` (the layers worth trying),
-:mod:`.beam` (the search), :mod:`.handoff` (the hand-over to ``runs``) and
-:mod:`.readouts` (chord and polygon); this module holds the construction itself
-(:func:`circle_state`, :func:`circle_net`, :func:`build_circle`).
+:mod:`.beam` (the search), :mod:`.handoff` (the hand-over to ``runs``),
+:mod:`.readouts` (chord and polygon) and :mod:`.precise` (``objective="depth"``); this
+module holds the construction itself (:func:`circle_state`, :func:`circle_net`,
+:func:`build_circle`).
 """
 
 from __future__ import annotations
@@ -54,8 +58,10 @@ from flint import arb, fmpq
 from ...floats import layer_norm as layer_norm
 from ...model import Affine
 from ...reproducible import matmul
+from . import precise
 from .beam import Progress, past, search
 from .handoff import HANDOFF_ROUNDING, Handoff, finish, handoff_read
+from .precise import Tracker
 from .readouts import arcs_lp, chord, most_arcs, polygon, readout
 from .state import SQRT3, E, State, _affine, _scaled, boundaries_cyclic, plane
 from .state import _carry as _carry
@@ -63,6 +69,7 @@ from .state import _carry as _carry
 __all__ = [
     "CIRCLE_META",
     "CLOSE",
+    "OBJECTIVES",
     "RESTARTS",
     "SMALL",
     "SQRT3",
@@ -119,6 +126,8 @@ def circle_state(
     progress: Progress | None = None,
     deadline: float | None = None,
     arcs: bool = True,
+    objective: str = "faithful",
+    exact: Sequence[Sequence[Any]] | None = None,
 ) -> State | None:
     """The best state of :func:`search` over ``restarts`` seeds (default :data:`RESTARTS`
     for at most :data:`SMALL` points, else one), each asked to beat the best so far;
@@ -126,10 +135,17 @@ def circle_state(
     points).  With ``handoff``
     states are compared by :func:`finish`, otherwise only finished ones count.  By
     default a search that finds nothing but came :data:`CLOSE` is followed by another
-    seed, up to :data:`RESTARTS` in all.  ``arcs``: :func:`search`'s."""
+    seed, up to :data:`RESTARTS` in all.  ``arcs``: :func:`search`'s.  ``objective``:
+    ``"faithful"`` (float64 runs the net right, :mod:`.state`) or ``"depth"`` (the points in
+    balls from the exact inputs ``exact``, default ``X``; :mod:`.precise`)."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"unknown objective {objective!r} (choose from {', '.join(OBJECTIVES)})")
+    tracker = None if objective == "faithful" else Tracker(X if exact is None else exact, y, eps)
     m = len(y)
     k = int(y.max()) + 1
     candidates = max(200, min(4000, WORK // max(m, 1)))
+    if tracker is not None:  # the depth objective: time for a wider search (precise.CANDIDATES)
+        candidates = max(candidates, precise.CANDIDATES)
     if m <= SMALL:
         beam *= 2
     st = None
@@ -159,6 +175,7 @@ def circle_state(
                 reached=reached,
                 deadline=deadline,
                 arcs=arcs,
+                tracker=tracker,
             )
         if found is not None and (st is None or finish(found, y) < finish(st, y)):
             st = found
@@ -188,7 +205,7 @@ def circle_net(
     st = circle_state(X, y, eps, **search)
     if st is None:
         return None
-    r = arcs_readout(st, y)
+    r = arcs_readout(st, y) if st.exact is None else precise.readout(st, y)
     return None if r is None else (st.layers, r)
 
 
@@ -200,6 +217,12 @@ def arcs_readout(st: State, y: np.ndarray) -> Affine[fmpq] | None:
     if r is None and int(y.max()) > 1 and st.boundaries <= most_arcs(int(y.max()) + 1):
         r = arcs_lp(st.H, y, st.err)
     return r
+
+
+OBJECTIVES = ("faithful", "depth")
+"""What the circle search optimises: ``faithful`` (the default: the shallowest net it finds
+that float64 runs right) or ``depth`` (the shallowest it finds, certified; float64 reported
+only, :mod:`.precise`)."""
 
 
 CIRCLE_META = ("circle_boundaries", "runs_depth", "circle_layers", "handoff")
@@ -217,6 +240,7 @@ def build_circle(
     progress: Progress | None,
     meta: dict[str, Any],
     deadline: float | None = None,
+    objective: str = "faithful",
 ) -> Any:
     """The circle method's entry point from :func:`~lncapacity.construct.build`.
 
@@ -228,7 +252,8 @@ def build_circle(
     search found nothing shallower than ``runs`` would build (its depth is the
     number of label runs along the projection minus ``k``).
     With ``depth``, the net is padded with identity layers.  ``deadline``: the search's
-    (:func:`circle_state`).
+    (:func:`circle_state`).  ``objective="depth"``: the search in balls (:mod:`.precise`),
+    no hand-over to ``runs`` (its float search would bring float64 back).
     """
     from ...model import LNNet
     from ..project import project, runs
@@ -247,14 +272,23 @@ def build_circle(
             float(eps),
             max_depth=limit,
             seed=seed,
-            handoff=k == 2,  # runs with k labels loses float resolution fast (multiclass §6)
+            # runs with k labels loses float resolution fast (multiclass §6)
+            handoff=k == 2 and objective == "faithful",
             progress=progress,
             deadline=deadline,
+            objective=objective,
+            exact=points.X,
         )
     layers, chosen = [], None
     if st is not None and finish(st, y) <= limit:
         layers = st.layers
-        chosen = arcs_readout(st, y) if st.boundaries <= k or k > 2 else handoff_read(st.H)
+        if st.exact is not None:
+            if eps and st.boundaries <= k:  # the readout sees the radius: make eps negligible
+                st = Tracker(points.X, y, eps).flattened(st) or st
+                layers = st.layers
+            chosen = precise.readout(st, y)
+        else:
+            chosen = arcs_readout(st, y) if st.boundaries <= k or k > 2 else handoff_read(st.H)
     if chosen is None:
         why = f"runs needs {runs_depth} layer{'s' * (runs_depth != 1)}" + (
             " and the search found no circle net with fewer"

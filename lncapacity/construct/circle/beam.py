@@ -19,6 +19,7 @@ import numpy as np
 from ...reproducible import matmul, torch_one_thread
 from .candidates import _first_layer, _fold_layer_candidates, _spread
 from .handoff import finish
+from .precise import Tracker
 from .readouts import arcs_lp, most_arcs
 from .state import (
     GAP_MIN,
@@ -38,16 +39,25 @@ Progress = Callable[[int, int], None]
 
 
 def _children(
-    st: State, y: np.ndarray, eps: float, rng: np.random.Generator, candidates: int, keep: int
+    st: State,
+    y: np.ndarray,
+    eps: float,
+    rng: np.random.Generator,
+    candidates: int,
+    keep: int,
+    tracker: Tracker | None = None,
 ) -> list[State]:
-    """The states one fold layer after ``st``, from its ``keep`` best poles."""
+    """The states one fold layer after ``st``, from its ``keep`` best poles (``tracker``:
+    ``objective="depth"``, the children in balls, :mod:`.precise`)."""
     P = plane(st.H)
     out = []
-    for b, _, q in _fold_layer_candidates(P, y, rng, candidates, keep):
+    loose = {} if tracker is None else {"gap_min": 0.0}
+    pre = {} if tracker is None else {"cost": tracker.pre_cost}
+    for b, _, q in _fold_layer_candidates(P, y, rng, candidates, keep, **loose, **pre):
         base = math.atan2(-q[1], -q[0])
         a = np.arctan2(P[:, 1] - q[1], P[:, 0] - q[0])
         rel = (a - base + math.pi) % (2 * math.pi) - math.pi
-        M, _ = _spread(rel, y)
+        M, _ = _spread(rel, y, **loose)
         c, s_ = math.cos(base), math.sin(base)
         Mq = matmul(M, np.array([[c, s_], [-s_, c]]))  # rotate -q to angle 0, then spread
         s = _scaled(matmul(P - q, Mq.T), eps)
@@ -56,6 +66,10 @@ def _children(
         layer = _affine(
             matmul(s * EMq, E.T) / SQRT3, matmul(-s * EMq, q), {"kind": "circle", "boundaries": b}
         )
+        if tracker is not None:
+            if (child := tracker.child(st, layer)) is not None:
+                out.append(child)
+            continue
         H, theta, err = _carry(st.H, *_floats(layer), eps, st.err)
         bb, gg, _ = _score_orders(theta[None, :], y, cyclic=True, err=err)
         if gg[0] >= GAP_MIN:
@@ -78,6 +92,7 @@ def search(
     reached: list[int] | None = None,
     deadline: float | None = None,
     arcs: bool = True,
+    tracker: Tracker | None = None,
 ) -> State | None:
     """A beam search for layers leaving every class one arc (``k`` boundaries), or with
     ``k >= 3`` arcs :func:`.readouts.arcs_lp` reads (``_readable``); None if not found.
@@ -98,17 +113,23 @@ def search(
     or when the search ends without finishing.  Then the returned
     state may have more than ``k`` boundaries; the caller finishes it with ``runs``.
 
-    ``arcs`` (the default; ``k >= 3``): stop at the first state :func:`.readouts.arcs_lp`
-    reads (False: only at ``k`` boundaries, as before issue 33; for comparison).
+    ``arcs`` (the default; ``k >= 3``; not with ``tracker``): stop at the first state
+    :func:`.readouts.arcs_lp` reads (False: only at ``k`` boundaries, as before issue 33; for
+    comparison).
 
     ``deadline`` (a ``time.process_time()`` value): the search stops at the first layer
     begun after it, as if it had reached ``max_depth`` (``--budget``; then the net depends
     on the machine's speed, not only on the seed).
+
+    ``tracker`` (``objective="depth"``, :class:`~.precise.Tracker`): the states carry their
+    points in balls, scored by rigorous gaps with no float error (:func:`.precise.rank`);
+    no float64 faithfulness is sought.
     """
     rng = np.random.default_rng(seed)
     k = int(y.max()) + 1
     states = []
-    for b, gap, Q, q in _first_layer(X, y, rng, beam, 256):
+    loose = {} if tracker is None else {"gap_min": 0.0, "cost": tracker.pre_cost}
+    for b, gap, Q, q in _first_layer(X, y, rng, beam, 256, **loose):
         M = np.eye(2)
         s = _scaled(matmul(matmul(X, Q) - q, M.T), eps)
         EM = matmul(E, M)
@@ -121,6 +142,8 @@ def search(
         states += [
             st for st in _trained_starts(X, y, eps, seed, max_depth, deadline) if st.gap >= GAP_MIN
         ]
+    if tracker is not None:
+        states = [t for t in map(tracker.start, states) if t is not None]
     kept: State | None = None  # handoff: the state with the least finish so far
     history: dict[int, int] = {}  # depth -> fewest boundaries reached
     while states:
@@ -140,7 +163,8 @@ def search(
             progress(depth, max(depth, min(max_depth, guess)))
         if best.boundaries <= k:
             return best if kept is None or finish(best, y) <= finish(kept, y) else kept
-        if arcs and k > 2 and (read := _readable(states, y)) is not None:
+        # the LP reads float64 positions: not under the depth objective (its readout is in balls)
+        if arcs and k > 2 and tracker is None and (read := _readable(states, y)) is not None:
             return read
         if depth >= max_depth or past(deadline):
             break
@@ -155,8 +179,10 @@ def search(
             pace = (history[depth - 2 * PATIENCE] - best.boundaries) / (2 * PATIENCE)
             if pace <= 0 or depth + (best.boundaries - k) / pace > GIVE_UP * max_depth:
                 break
-        expanded = [c for st in states for c in _children(st, y, eps, rng, candidates, 2 * beam)]
-        expanded.sort(key=_rank)
+        expanded = [
+            c for st in states for c in _children(st, y, eps, rng, candidates, 2 * beam, tracker)
+        ]
+        expanded.sort(key=_rank if tracker is None else tracker.rank)
         # diversity: at most two states per boundary count
         states, seen = [], Counter()
         for st in expanded:

@@ -11,6 +11,7 @@ split out of ``circle.py`` (issue 29).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -50,9 +51,16 @@ def _first_candidates(X: np.ndarray, y: np.ndarray, rng: np.random.Generator, co
 
 
 def _first_layer(
-    X: np.ndarray, y: np.ndarray, rng: np.random.Generator, beam: int, centres: int
+    X: np.ndarray,
+    y: np.ndarray,
+    rng: np.random.Generator,
+    beam: int,
+    centres: int,
+    gap_min: float = GAP_MIN,
+    cost: Callable[[int, float], float] = _cost,
 ) -> list[tuple[int, float, np.ndarray, np.ndarray]]:
-    """Candidate first layers ``(B, gap, Q, q)``: angle of ``X Q - q`` around ``q``."""
+    """Candidate first layers ``(B, gap, Q, q)``: angle of ``X Q - q`` around ``q`` (label
+    gaps at least ``gap_min``, ranked by ``cost``, as in ``_fold_layer_candidates``)."""
     out = []
     d = X.shape[1]
     for Q in _first_candidates(X, y, rng, 1 if d == 1 else 12):
@@ -78,18 +86,18 @@ def _first_layer(
             rel = np.arctan2(Z[None, :, 1] - qs[:, None, 1], Z[None, :, 0] - qs[:, None, 0])
             b, gap, _ = _score_orders(rel, y, cyclic=True)
             found = [
-                (int(b[k]), float(gap[k]), Q, qs[k]) for k in range(len(qs)) if gap[k] >= GAP_MIN
+                (int(b[k]), float(gap[k]), Q, qs[k]) for k in range(len(qs)) if gap[k] >= gap_min
             ]
             out += found
             if d == 1 or not found:
                 break
             # refine: centres around the best ones so far, closer each round
-            found.sort(key=lambda c: _cost(c[0], c[1]))
+            found.sort(key=lambda c: cost(c[0], c[1]))
             best = np.array([c[3] for c in found[:4]])
             qs = np.repeat(best, centres // 8, axis=0)
             qs = qs + rng.standard_normal(qs.shape) * radius
             radius /= 2
-    out.sort(key=lambda c: _cost(c[0], c[1]))
+    out.sort(key=lambda c: cost(c[0], c[1]))
     return out[:beam]
 
 
@@ -206,9 +214,17 @@ def _non_crossing(pairs: np.ndarray, rng: np.random.Generator, count: int):
 
 
 def _fold_layer_candidates(
-    P: np.ndarray, y: np.ndarray, rng: np.random.Generator, count: int, keep: int
+    P: np.ndarray,
+    y: np.ndarray,
+    rng: np.random.Generator,
+    count: int,
+    keep: int,
+    gap_min: float = GAP_MIN,
+    cost: Callable[[int, float], float] = _cost,
 ) -> list[tuple[int, float, np.ndarray]]:
-    """The ``keep`` best poles ``(B, gap, q)`` for points ``P`` near the unit circle."""
+    """The ``keep`` best poles ``(B, gap, q)`` for points ``P`` near the unit circle
+    (label gaps at least ``gap_min``, ranked by ``cost``; ``objective="depth"`` passes
+    its own, :mod:`.precise`)."""
     theta = np.arctan2(P[:, 1], P[:, 0])
     qs = np.r_[_fold_poles(theta, y, rng, count // 2), _aligning_poles(theta, y, rng, count)]
     out = []
@@ -218,9 +234,9 @@ def _fold_layer_candidates(
         a = np.arctan2(P[None, :, 1] - qq[:, None, 1], P[None, :, 0] - qq[:, None, 0])
         rel = (a - base + math.pi) % (2 * math.pi) - math.pi
         b, gap, _ = _score_orders(rel, y, cyclic=False)
-        for k in np.flatnonzero(gap >= GAP_MIN):
+        for k in np.flatnonzero(gap >= gap_min):
             out.append((int(b[k]), float(gap[k]), qq[k]))
-    out.sort(key=lambda c: _cost(c[0], c[1]))
+    out.sort(key=lambda c: cost(c[0], c[1]))
     return out[:keep]
 
 
@@ -254,12 +270,13 @@ PIVOTS = (0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.9)
 """Rank fractions of the point sent to direction 0 by the spreading map."""
 
 
-def _spread(rel: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
+def _spread(rel: np.ndarray, y: np.ndarray, gap_min: float = GAP_MIN) -> tuple[np.ndarray, float]:
     """``M`` (2 x 2, acting on directions at angles ``rel`` in ``(-pi/2, pi/2)``) spreading them.
 
     A projective map of the directions sends the two outermost points to
     ``-+TARGET`` and the point of rank fraction ``f`` (from :data:`PIVOTS`) to
-    0; the ``f`` giving the largest smallest label gap wins.
+    0; the ``f`` giving the largest smallest label gap wins (``_evenness``, with
+    ``gap_min``).
     """
     srt = np.sort(rel)
     t = np.tan(srt)
@@ -274,20 +291,26 @@ def _spread(rel: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
         if np.median(V[:, 0]) < 0:
             M, V = -M, -V
         new = np.arctan2(V[:, 1], V[:, 0])
-        score = _evenness(new, y)
+        score = _evenness(new, y, gap_min)
         if score > best[0]:
             best = (score, M)
     return best[1], best[0]
 
 
-def _evenness(theta: np.ndarray, y: np.ndarray) -> float:
-    """Mean log angle between neighbours of different labels (``-inf`` below
-    :data:`~.state.GAP_MIN`)."""
+def _evenness(theta: np.ndarray, y: np.ndarray, gap_min: float = GAP_MIN) -> float:
+    """Mean log angle between neighbours of different labels (``-inf`` below ``gap_min``,
+    default :data:`~.state.GAP_MIN`; angles closer than :data:`TIE` count as that)."""
     srt_i = np.argsort(theta, kind="stable")
     srt, lab = theta[srt_i], y[srt_i]
     d = np.diff(srt)[lab[1:] != lab[:-1]]
     if d.size == 0:
         return 0.0
-    if d.min() < GAP_MIN:
+    if d.min() < gap_min:
         return -math.inf
-    return float(np.log(d).mean())
+    return float(np.log(np.maximum(d, TIE)).mean())
+
+
+TIE = 2.0**-64
+"""Float64 angles closer than this count as this apart in ``_evenness`` (only
+``objective="depth"`` passes a ``gap_min`` below it: its points may be closer than float64
+resolves)."""

@@ -52,6 +52,9 @@ class State:
     """Cache of :func:`~.handoff.finish`."""
     err: np.ndarray = field(kw_only=True)
     """Bound, per point, on the float64 error of the angles (``_carry``)."""
+    exact: Any = field(default=None, kw_only=True)
+    """``objective="depth"``: the points in balls (:class:`.precise.Balls`); then ``H`` holds
+    their midpoints rounded, ``boundaries`` and ``gap`` are rigorous, and ``err`` is unused."""
 
 
 def boundaries_cyclic(labels: np.ndarray) -> np.ndarray:
