@@ -296,9 +296,11 @@ def test_circles_draw_the_readout_boundaries_where_two_classes_tie_on_top() -> N
 
     X, y = [[0], [1], [3], [4]], ["A", "B", "C", "A"]
     runs = lncapacity.build(X, y, method="runs")  # envelope readout: parallel chords
-    X9, y9 = [[k] for k in range(9)], [k % 3 for k in range(9)]
+    # every class one arc (labels k % 3 now stop earlier, at the LP readout: tested below)
+    X9, y9 = [[k] for k in range(8)], [0, 1, 2, 1, 0, 2, 0, 1]
     circ = lncapacity.build(X9, y9)  # the circle method: a polygon of class cells
     assert circ.meta["method"] == "circle" and lncapacity.explain.reads(circ)[-1] is None
+    assert circ.readout.meta["kind"] == "arcs"
     for net, Xs, ys, label, chords in (
         (runs, X, y, "readout boundaries: parallel chords", 2),
         (circ, X9, y9, "readout boundaries: a polygon's sides", 3),
@@ -316,6 +318,10 @@ def test_circles_draw_the_readout_boundaries_where_two_classes_tie_on_top() -> N
         texts = legend_texts(fig)
         assert label in texts
         assert ("direction the next map reads" in texts) == (net is runs)  # circle: the plane
+    X3, y3 = [[k] for k in range(9)], [k % 3 for k in range(9)]
+    lp = lncapacity.build(X3, y3)
+    assert lp.readout.meta["kind"] == "arcs-lp"  # a class on two arcs: not a polygon
+    assert "readout boundaries: the class cells' sides" in legend_texts(plot.circles(lp, X3, y3))
 
 
 def test_merge_tree_collapses_runs_of_points_and_counts_in_words() -> None:

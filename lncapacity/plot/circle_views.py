@@ -36,6 +36,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
 
+def _boundaries_name(net: LNNet[Any], read: Any) -> str:
+    """How the readout's boundaries look: parallel chords (rank one), the sides of the
+    polygon inscribed at the cuts (every class one arc), or, for the LP readout that gives a
+    class several arcs (proofs/multiclass.md §9), the sides of the class cells."""
+    if read is not None:
+        return "parallel chords"
+    lp = (net.readout.meta or {}).get("kind") == "arcs-lp"
+    return "the class cells' sides" if lp else "a polygon's sides"
+
+
 def _readout_cells(ax: Any, net: LNNet[Any], lim: float) -> bool:
     """Shade where each class wins the readout in the plane of the circle, and draw the
     boundaries between winners: parallel chords for a rank-one (envelope or threshold)
@@ -201,8 +211,7 @@ def circles(
                     [],
                     color="black",
                     linewidth=1.5,
-                    label="readout boundaries: "
-                    + ("parallel chords" if rd[net.depth] is not None else "a polygon's sides"),
+                    label="readout boundaries: " + _boundaries_name(net, rd[net.depth]),
                 )
             )
         fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 2 * ncols))
