@@ -2,6 +2,7 @@
 
 import itertools
 import random
+from pathlib import Path
 
 import numpy as np
 import sympy as sp
@@ -129,7 +130,7 @@ def test_built_nets_lower_lssr_certified():
     sets = [(XOR, XOR_Y)]
     Xr = rng.integers(-64, 64, size=(40, 2)) / 16
     sets.append((Xr.tolist(), (rng.integers(0, 2, 40)).tolist()))
-    spirals = lncapacity.load_points("examples/spirals.csv")
+    spirals = lncapacity.load_points(Path(__file__).resolve().parents[1] / "examples/spirals.csv")
     sets.append((spirals, None))
     for X, y in sets:
         for method in ("runs", "pma"):

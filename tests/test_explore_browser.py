@@ -143,9 +143,13 @@ def test_cli_writes_the_page(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     ],
 )
 def test_cli_bad_input_exit_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    message: str,
 ) -> None:
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)  # restored after the test: later files read relative paths
     if "--out" not in argv:
         argv = [*argv, "--out", "p.html"]
     assert main(["explore", *argv]) == 2

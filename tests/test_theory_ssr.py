@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -111,7 +112,7 @@ def test_trace_xor_nets():
 
 
 def test_trace_rank_one_and_generic_paths_agree():
-    P = lncapacity.load_points("examples/spirals.csv")
+    P = lncapacity.load_points(Path(__file__).resolve().parents[1] / "examples/spirals.csv")
     net = lncapacity.build(P)
     H = np.array(P.X, dtype=object)
     from lncapacity.arith import precision
