@@ -103,6 +103,7 @@ CERTIFIED: tuple[Certified, ...] = (
     Certified("ln3", 1, 4, 1, 11, "certificates/shatter-line-L4-n11.jsonl.gz"),
     Certified("ln3", 1, 4, 1, 13, "certificates/shatter-line-L4-n13.jsonl.gz"),
     Certified("ln3", 1, 3, 2, 14, "certificates/shatter-plane-L3-n14.jsonl.gz"),
+    Certified("ln3", 1, 4, 2, 14, "certificates/shatter-plane-L4-n14.jsonl.gz"),
     Certified("ln-g", 2, 1, 1, 5, "certificates/shatter-ln-g2-L1-n5.jsonl.gz"),
     Certified("ln-g", 3, 1, 1, 7, "certificates/shatter-ln-g3-L1-n7.jsonl.gz"),
     Certified("ln-g", 4, 1, 1, 9, "certificates/shatter-ln-g4-L1-n9.jsonl.gz"),
