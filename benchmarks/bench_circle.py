@@ -8,10 +8,11 @@ digits (even against odd), breast cancer and make_moons (2000 points, noise
 - depth of ``pma``, ``runs`` and ``circle``: median and worst over the labelings
   (``circle`` falls back to ``runs`` when it cannot beat it: the count of
   fallbacks is shown);
-- the fold-count lower bound ``ceil(log2(B_1 + 2)) - 1`` (proofs/circle_maps.md):
-  exact on a line (``B_1`` = cyclic label boundaries along the line); in R^d it
-  uses the ``B_1`` the circle net's first layer reached, marked ``~`` (an
-  estimate, not a proof);
+- the break-point lower bound ``ceil(log2 B)`` (:func:`lncapacity.theory.vc.break_bound`,
+  proofs/circle_maps.md §3.1, §3.2): a depth-``L`` net changes its label at most ``2^L``
+  times along a line, so on a line ``B`` is the label changes along it (not cyclically), a
+  proof; in R^d ``B = B_1``, the cyclic label boundaries the circle net's first layer
+  reached on its circle, marked ``~`` (an estimate, not a proof);
 - ``circle``'s nets checked in float64 (NumPy and PyTorch, eps 0 and, for the
   first ``--eps-seeds`` labelings, 1e-5) and float32 (NumPy, eps 0): labelings
   with every point right;
@@ -36,7 +37,6 @@ search certifies every one of the ``2^n`` labelings at depth ``L``, and
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import time
 from typing import Any
@@ -47,6 +47,7 @@ from lncapacity import build, certify, points_from_arrays
 from lncapacity.construct.project import project, runs
 from lncapacity.data import PointSet
 from lncapacity.floats import available_backends, check
+from lncapacity.theory.vc import break_bound
 
 
 def line_set(m: int, seed: int) -> PointSet:
@@ -80,12 +81,11 @@ def real_sets() -> dict[str, PointSet]:
     return sets
 
 
-def cyclic_boundaries(labels: list[int]) -> int:
-    return sum(labels[i] != labels[i - 1] for i in range(len(labels)))
-
-
-def fold_bound(B: int) -> int:
-    return 0 if B <= 2 else math.ceil(math.log2(B + 2)) - 1
+def line_changes(points: PointSet) -> int:
+    """The label changes of a set on a line, in the points' order along it (not cyclically)."""
+    y01 = [points.classes.index(c) for c in points.y]
+    order = sorted(range(points.m), key=lambda k: points.X[k][0])
+    return runs([y01[k] for k in order]) - 1
 
 
 def runs_depth_formula(points: PointSet) -> int:
@@ -107,12 +107,10 @@ def measure(points: PointSet, pma: bool, runs_built: bool, with_eps: bool = True
     t2 = time.perf_counter()
     row.update(circle=net.depth, fallback="fallback" in net.meta, build=t1 - t0, cert=t2 - t1)
     if points.d == 1:
-        y01 = [points.classes.index(c) for c in points.y]
-        order = sorted(range(points.m), key=lambda k: points.X[k][0])
-        row["bound"], row["exact_bound"] = fold_bound(cyclic_boundaries([y01[k] for k in order])), 1
+        row["bound"], row["exact_bound"] = break_bound(line_changes(points)), 1
     else:
         b1 = (net.meta.get("circle_boundaries") or [None])[0]
-        row["bound"], row["exact_bound"] = (fold_bound(b1) if b1 is not None else None), 0
+        row["bound"], row["exact_bound"] = (break_bound(b1) if b1 is not None else None), 0
     backends = [b for b in ("float64", "torch-float64") if b in available_backends()]
     ok64 = all(check(net, points, b).all_agree for b in backends)
     if with_eps:
@@ -207,7 +205,7 @@ def main() -> None:
         return
     print(
         "| set | m | pma depth (median / worst) | runs | circle | circle median/(m-2) "
-        "| fold-count bound (median) | float64 right (np+torch, eps 0 and 1e-5) "
+        "| break-point bound (median) | float64 right (np+torch, eps 0 and 1e-5) "
         "| float32 right | circle build s | certify s |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")

@@ -12,8 +12,9 @@ the circle table; seeds ``--seeds``).  Per ``m`` (median over the seeds):
   hand-over to ``runs``), and ``auto`` (the default method: ``runs``, or ``circle`` within
   its budget when shallower);
 - the counting bound on the median depth of random labels (Warren, proofs/circle_maps.md
-  §4, for data in R^3) and the fold-count bound ``ceil(log2(B_1 + 2)) - 1`` with the
-  ``B_1`` the depth objective's first layer reached (``~``: an estimate, not a proof in R^3).
+  §4, for data in R^3) and the break-point bound ``ceil(log2 B_1)``
+  (:func:`lncapacity.theory.vc.break_bound`, §3.1) with the ``B_1`` cyclic boundaries the
+  depth objective's first layer reached (``~``: an estimate, not a proof in R^3).
 
 The target (issue 33): depth at most ``0.1 (m - 2)`` at ``m = 1000``, marked met or missed.
 With ``--cache FILE`` each measured row is kept in FILE (JSON) and not measured again, so
@@ -36,12 +37,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_circle import fold_bound, r3_set
+from bench_circle import r3_set
 from markdown_table import Markdown, add_option
 
 from lncapacity import build
 from lncapacity.floats import check
-from lncapacity.theory.vc import eliminated, parameters
+from lncapacity.theory.vc import break_bound, eliminated, parameters
 
 TARGET = (1000, 0.1)
 """At ``m = 1000`` the depth objective's median depth at most ``0.1 (m - 2)``."""
@@ -101,14 +102,14 @@ def _median(rows: list[dict[str, Any]], key: str) -> float:
 def table(rows: dict[int, list[dict[str, Any]]], md: Markdown) -> None:
     md.out(
         "| m | seeds | depth (objective depth) | / (m - 2) | float64 right | build s | "
-        "circle, faithful | auto | counting bound | fold-count bound | target |"
+        "circle, faithful | auto | counting bound | break-point bound | target |"
     )
     md.out("|---|---|---|---|---|---|---|---|---|---|---|")
     for m, rs in sorted(rows.items()):
         depth = _median(rs, "depth")
         ratio = depth / (m - 2)
-        b1 = [fold_bound(r["b1"]) for r in rs if r["b1"] is not None]
-        fold = f"~{statistics.median(b1):g}" if b1 else "—"
+        b1 = [break_bound(r["b1"]) for r in rs if r["b1"] is not None]
+        breaks = f"~{statistics.median(b1):g}" if b1 else "—"
         target = ""
         if m == TARGET[0]:
             target = f"<= {TARGET[1]} (m - 2): " + ("met" if ratio <= TARGET[1] else "missed")
@@ -117,7 +118,7 @@ def table(rows: dict[int, list[dict[str, Any]]], md: Markdown) -> None:
         md.out(
             f"| {m} | {len(rs)} | {depth:g}{f' ({fell} fb)' if fell else ''} | {ratio:.3f} "
             f"| {right} | {_median(rs, 'seconds'):.0f} | {_median(rs, 'faithful'):g} "
-            f"| {_median(rs, 'auto'):g} | {counting_depth(m)} | {fold} | {target} |"
+            f"| {_median(rs, 'auto'):g} | {counting_depth(m)} | {breaks} | {target} |"
         )
 
 
@@ -151,13 +152,13 @@ def figure(rows: dict[int, list[dict[str, Any]]], path: str) -> None:
     ):
         ax.plot(ms, [_median(rows[m], key) for m in ms], style, label=label)
     ax.plot(ms, [counting_depth(m) for m in ms], "k-", lw=1, label="counting bound (R^3)")
-    folds = [[fold_bound(r["b1"]) for r in rows[m] if r["b1"] is not None] for m in ms]
+    breaks = [[break_bound(r["b1"]) for r in rows[m] if r["b1"] is not None] for m in ms]
     ax.plot(
-        [m for m, f in zip(ms, folds, strict=True) if f],
-        [statistics.median(f) for f in folds if f],
+        [m for m, f in zip(ms, breaks, strict=True) if f],
+        [statistics.median(f) for f in breaks if f],
         "k--",
         lw=1,
-        label="fold-count bound (~, first layer)",
+        label="break-point bound (~, first layer)",
     )
     ax.plot(grid, 0.1 * (grid - 2), color="gray", lw=0.8, label="0.1 (m - 2) (target at 1000)")
     ax.set_xlabel("m (random labels, points in R^3)")
@@ -208,7 +209,7 @@ def main() -> None:
         md.out(
             f"Growth over these sizes (least squares on log-log): depth ~ m^{growth['depth']:.2f} "
             f"(objective depth), m^{growth['faithful']:.2f} (float-faithful circle); the "
-            "counting bound grows like 0.254 sqrt(m) for large m, the fold-count bound like "
+            "counting bound grows like 0.254 sqrt(m) for large m, the break-point bound like "
             "log2(m)."
         )
     md.save()

@@ -167,3 +167,22 @@ def test_cli_builds_with_the_depth_objective(tmp_path):
     assert "method circle" in r.stdout and "float64:" in r.stdout and out.exists()
     net = fileformat.load(out)
     assert net.meta["objective"] == "depth" and net.meta["float64"]
+
+
+def test_circle_net_with_the_depth_objective_and_eps_gives_a_certified_net():
+    # 8 points in R^2, two of them 1e-30 apart with unlike labels; eps = 1/1000 moves the
+    # radius (which the readout sees) far more than that gap unless the last layer is scaled
+    # up first, as build does: circle_net must do the same
+    rng = np.random.default_rng(2)
+    X = [(fmpq(int(a)), fmpq(int(b))) for a, b in rng.integers(-8, 8, (7, 2))]
+    y = [int(v) for v in rng.integers(0, 2, 7)]
+    X, y = [*X, (X[3][0] + fmpq(1, 10**30), X[3][1])], [*y, 1 - y[3]]
+    points = points_from_arrays(X, y)
+    eps = fmpq(1, 1000)
+    got = circle_net(
+        points.floats(), np.asarray(y), float(eps), max_depth=6, objective="depth", exact=X
+    )
+    assert got is not None
+    layers, read = got
+    cert = certify(LNNet(2, 3, eps, tuple(layers), read, (0, 1), {}), points)
+    assert cert.all_certified and 0 < cert.min_margin < 1e-29

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
 from lncapacity.cli import main
 from lncapacity.shatter import _lines, _read_header, verify_shatter
-from lncapacity.theory.vc import CERTIFIED, line_bound, repo_root, sandwich, warren_vc
+from lncapacity.theory.vc import (
+    CERTIFIED,
+    break_bound,
+    line_bound,
+    repo_root,
+    sandwich,
+    warren_vc,
+)
 
 ROOT = repo_root()
 
@@ -65,6 +73,25 @@ def test_the_line_at_depth_two_and_beyond():
     assert s.upper.value == warren_vc(12, 1) < line_bound(12) == 4097
     s = sandwich("ln-g", 1, 1, 5)
     assert (s.lower.value, s.lower.source) == (11, "proofs/ln_g_vc.md")
+
+
+def test_the_break_bound_is_the_least_depth_for_the_label_changes_along_a_line():
+    # a depth-L net changes its label at most 2^L times along a line (depth 0: once), so B
+    # changes need ceil(log2 B) layers: the line bound read the other way
+    assert [break_bound(B) for B in range(10)] == [0, 0, 1, 2, 2, 3, 3, 3, 3, 4]
+    for L in range(13):
+        n = line_bound(L)  # alternating labels on n points change n - 1 = 2^L times
+        assert break_bound(n - 1) == L and break_bound(n) == L + 1
+    # the fold count ceil(log2(B + 2)) - 1 (0 for B <= 2) is never larger, and one less at
+    # B = 2, 6, 10, 12, 14, 18 (0 1 0 on a line needs a layer, which it did not say)
+    old = [0 if B <= 2 else math.ceil(math.log2(B + 2)) - 1 for B in range(0, 20, 2)]
+    assert [break_bound(B) - o for B, o in zip(range(0, 20, 2), old, strict=True)] == [
+        0, 1, 0, 1, 0, 1, 1, 1, 0, 1,
+    ]  # fmt: skip
+    # the certified line shatterings sit on the bound: their alternating labeling needs
+    # exactly the certified depth
+    line = [c for c in CERTIFIED if c.arch == "ln3" and c.dim == 1]
+    assert len(line) == 3 and all(break_bound(c.points - 1) == c.depth for c in line)
 
 
 def test_a_certificate_lower_bound_is_verified_on_request(capsys):

@@ -177,6 +177,23 @@ def line_bound(depth: int) -> int:
     return 2**depth + 1
 
 
+def break_bound(changes: int) -> int:
+    """``ceil(log2 B)`` for ``B = changes >= 1`` (``0`` for ``B <= 1``): the least depth of a
+    width-3 net whose labels change ``B`` times along a line, in their order on the line (not
+    cyclically).  A depth-``L`` net changes its label at most ``2^L`` times along a line, for
+    every ``eps >= 0`` (proofs/circle_maps.md §3.1, §3.2; depth 0, the affine readout, once),
+    the same count read the other way as :func:`line_bound`.  With ``eps = 0`` it also bounds
+    the depth (``L >= 1``) of a net whose first layer leaves ``B`` cyclic label boundaries on
+    its circle (§3.1: at most ``c_1 <= 2^L``).  That supersedes the fold count
+    ``ceil(log2(B + 2)) - 1`` of §3: never smaller, and for even ``B >= 4`` one more unless
+    ``B / 2`` is a power of two.
+
+    >>> [break_bound(B) for B in (0, 1, 2, 3, 4, 5, 8, 9)]
+    [0, 0, 1, 2, 2, 3, 3, 4]
+    """
+    return max(0, changes - 1).bit_length()
+
+
 def _theorems(arch: str, groups: int, depth: int, dim: int) -> list[Bound]:
     L, g = depth, groups
     out = []

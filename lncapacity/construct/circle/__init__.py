@@ -205,8 +205,25 @@ def circle_net(
     st = circle_state(X, y, eps, **search)
     if st is None:
         return None
-    r = arcs_readout(st, y) if st.exact is None else precise.readout(st, y)
-    return None if r is None else (st.layers, r)
+    layers, r = _read(st, y, eps, X if search.get("exact") is None else search["exact"])
+    return None if r is None else (layers, r)
+
+
+def _read(
+    st: State, y: np.ndarray, eps: Any, exact: Sequence[Sequence[Any]]
+) -> tuple[list[Affine[fmpq]], Affine[fmpq] | None]:
+    """The layers and readout of a finished state (None: no readout).
+
+    A state in floats is read by :func:`arcs_readout`.  A state in balls (``objective="depth"``)
+    by :func:`.precise.readout`, after, with ``eps > 0``, its last layer is scaled by a power of
+    two (``Tracker.flattened`` on the exact inputs ``exact``): the readout sees the radius,
+    which ``eps`` moves by up to ``2^-40``, far more than a small label gap.  Used by
+    :func:`circle_net` and :func:`build_circle` alike."""
+    if st.exact is None:
+        return st.layers, arcs_readout(st, y)
+    if eps and st.boundaries <= int(y.max()) + 1:
+        st = Tracker(exact, y, eps).flattened(st) or st
+    return st.layers, precise.readout(st, y)
 
 
 def arcs_readout(st: State, y: np.ndarray) -> Affine[fmpq] | None:
@@ -281,14 +298,10 @@ def build_circle(
         )
     layers, chosen = [], None
     if st is not None and finish(st, y) <= limit:
-        layers = st.layers
-        if st.exact is not None:
-            if eps and st.boundaries <= k:  # the readout sees the radius: make eps negligible
-                st = Tracker(points.X, y, eps).flattened(st) or st
-                layers = st.layers
-            chosen = precise.readout(st, y)
+        if st.exact is not None or st.boundaries <= k or k > 2:
+            layers, chosen = _read(st, y, eps, points.X)
         else:
-            chosen = arcs_readout(st, y) if st.boundaries <= k or k > 2 else handoff_read(st.H)
+            layers, chosen = st.layers, handoff_read(st.H)
     if chosen is None:
         why = f"runs needs {runs_depth} layer{'s' * (runs_depth != 1)}" + (
             " and the search found no circle net with fewer"

@@ -24,16 +24,20 @@ def readout(H: np.ndarray, y: np.ndarray) -> Affine[fmpq] | None:
     return chord(H, y) if int(y.max()) == 1 else polygon(H, y)
 
 
-def _arcs(H: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Angles sorted, their labels, and the indices ``i`` with a label change from
-    sorted point ``i`` to ``i + 1`` (cyclically); None unless each label is one arc."""
-    theta = np.arctan2(*plane(H).T[::-1])
+def _arc_ends(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For the points ``p`` of the plane (:func:`.state.plane`): their angles sorted, their
+    labels in that order, and the indices ``i`` with a label change from sorted point ``i``
+    to ``i + 1`` (cyclically): the arcs' ends."""
+    theta = np.arctan2(*p.T[::-1])
     order = np.argsort(theta, kind="stable")
     lab = y[order]
-    ch = np.flatnonzero(lab != np.roll(lab, -1))
-    if len(ch) != int(y.max()) + 1:
-        return None
-    return theta[order], lab, ch
+    return theta[order], lab, np.flatnonzero(lab != np.roll(lab, -1))
+
+
+def _arcs(H: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``_arc_ends`` of ``H``'s points; None unless each label is one arc."""
+    srt, lab, ch = _arc_ends(plane(H), y)
+    return None if len(ch) != int(y.max()) + 1 else (srt, lab, ch)
 
 
 def _gap_middle(srt: np.ndarray, i: int) -> float:
@@ -164,8 +168,7 @@ def arcs_lp(H: np.ndarray, y: np.ndarray, err: np.ndarray) -> Affine[fmpq] | Non
     p = plane(H)
     if not (np.isfinite(p).all() and np.isfinite(err).all()):
         return None  # extreme data: NaN or infinite outputs are read by no LP
-    lab = y[np.argsort(np.arctan2(p[:, 1], p[:, 0]), kind="stable")]
-    ends = np.flatnonzero(lab != np.roll(lab, -1))
+    _, lab, ends = _arc_ends(p, y)
     if len(ends) > most_arcs(k) or alternate([int(lab[i]) for i in ends]):
         return None  # no argmax reads these arcs (Lemma 9.1): no LP needed
     widened = 2 * math.sqrt(2) * SAFETY * np.asarray(err, dtype=float)
