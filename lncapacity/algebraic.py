@@ -137,10 +137,7 @@ class RadicalProgram:
         prec = int(prec or ctx.prec)
         out = self._cache.get(prec, [])
         if len(out) < len(self.nodes):
-            with precision(prec):
-                for node in self.nodes[len(out) :]:
-                    out.append(self._eval(node, out, prec))
-            self._cache[prec] = out
+            out = self._evaluate(prec)
             # keep the most precise few, and at most twice MAX_PROGRAM_BITS of balls
             while len(self._cache) > 8 or (
                 len(self._cache) > 1
@@ -205,17 +202,31 @@ class RadicalProgram:
     def _check_magnitudes(self, prec: int) -> None:
         """Evaluate at ``prec`` bits node by node, refusing (:class:`ValueError`) the first
         value beyond ``2^±``:data:`MAX_MAGNITUDE`, before anything is built from it."""
+        self._evaluate(prec, bounded=True)
+
+    def _evaluate(self, prec: int, bounded: bool = False) -> list[arb]:
+        """The cached balls at ``prec`` bits, extended node by node to every node, in order,
+        and cached (the one evaluation loop of ``balls`` and ``_check_magnitudes``).
+
+        ``bounded``: each new value is first checked to lie within ``2^±``:data:`MAX_MAGNITUDE`
+        (0 and unbounded balls pass, :func:`~lncapacity.arith.log2_magnitude`); the first
+        beyond raises :class:`ValueError` and is not kept.
+        """
         out = self._cache.get(prec, [])
         with precision(prec):
             for k in range(len(out), len(self.nodes)):
                 x = self._eval(self.nodes[k], out, prec)
-                bits = log2_magnitude(x)
-                if bits is not None and abs(bits) > MAX_MAGNITUDE:
+                if (
+                    bounded
+                    and (bits := log2_magnitude(x)) is not None
+                    and abs(bits) > MAX_MAGNITUDE
+                ):
                     raise ValueError(
                         f"[{k}]: a value of about 2^{bits}, beyond the limit of 2^±{MAX_MAGNITUDE}"
                     )
                 out.append(x)
         self._cache[prec] = out
+        return out
 
     # JSON -----------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ file works offline, with no server):
   LayerNorm, then the read ``v + gamma u``: sliders for the centre ``c``, the offset
   ``beta`` and the read ``gamma`` show the line wrapping onto the circle and the fold it
   gives, next to the layer's formula ``s' = (a1 + a2 (s - s0)) / sqrt(g (s - s0)^2 + k)``
-  with its exact constants (:func:`lncapacity.explain.layer_constants`,
+  with its exact constants (:func:`lncapacity.explain.scalars.layer_constants`,
   proofs/fold_lemma.md);
 - **regions** (2-D data): the class float64 gives each point of the plane, the points on top,
   each with its certified margin (:func:`lncapacity.certify.certify`) in its hover.

@@ -607,11 +607,11 @@ def test_plot_grouped_nets(tmp_path):
 
 
 def test_wide_columns_get_their_principal_axis_by_power_iteration(monkeypatch):
-    from lncapacity import explain
+    from lncapacity.explain import trace  # the module whose SVD_FEATURES _principal reads
 
     rng = np.random.default_rng(11)
     h = 5 * np.outer(rng.normal(size=40), rng.normal(size=12)) + rng.normal(size=(40, 12))
-    svd = explain._principal(h)
-    monkeypatch.setattr(explain, "SVD_FEATURES", 8)  # 12 features: now the power iteration
-    power = explain._principal(h)
+    svd = trace._principal(h)
+    monkeypatch.setattr(trace, "SVD_FEATURES", 8)  # 12 features: now the power iteration
+    power = trace._principal(h)
     assert np.allclose(np.abs(svd), np.abs(power), atol=1e-6)

@@ -55,7 +55,7 @@ def merge_graph(
     run holding points of two or more earlier groups (``kind="merge"``).  Right
     for the ``runs`` method, which joins runs and never equal values.
     ``by="values"``: groups are the values merged in the sense of
-    :func:`lncapacity.explain.merge_history`: the paper's merges.  For constructed
+    :func:`lncapacity.explain.runs.merge_history`: the paper's merges.  For constructed
     nets the graph is a forest with one root per final group; a general net may
     split a run (a node with two parents).
     """
