@@ -28,12 +28,15 @@ kept row of the sizes asked.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import math
 import os
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +44,8 @@ from bench_circle import r3_set
 from markdown_table import Markdown, add_option
 
 from lncapacity import build
+from lncapacity.construct import circle
+from lncapacity.construct.circle import precise
 from lncapacity.floats import check
 from lncapacity.theory.vc import break_bound, eliminated, parameters
 
@@ -64,10 +69,20 @@ def counting_depth(m: int, d: int = DIM) -> int:
         L += 1
 
 
-def measure(m: int, seed: int, note: Any) -> dict[str, Any]:
+def measure(
+    m: int,
+    seed: int,
+    note: Any,
+    settings: dict[str, Any] | None = None,
+    depth_only: bool = False,
+) -> dict[str, Any]:
+    """One row: the depth objective's certified net (``settings``: :func:`search_settings`'
+    keywords, its search's width, poles per state and gap weight; none: as shipped), and
+    unless ``depth_only`` the default objective's and ``auto``'s depths."""
     points = r3_set(m, seed)
     t0 = time.perf_counter()
-    net = build(points, method="circle", objective="depth", progress=note)
+    with search_settings(**(settings or {})):
+        net = build(points, method="circle", objective="depth", progress=note)
     t1 = time.perf_counter()
     row: dict[str, Any] = {
         "m": m,
@@ -78,9 +93,33 @@ def measure(m: int, seed: int, note: Any) -> dict[str, Any]:
         "float64_right": check(net, points, "float64").agree,
         "b1": (net.meta.get("circle_boundaries") or [None])[0],
     }
-    row["faithful"] = build(points, method="circle").depth
-    row["auto"] = build(points).depth
+    if settings:
+        row["settings"] = settings
+    if not depth_only:
+        row["faithful"] = build(points, method="circle").depth
+        row["auto"] = build(points).depth
     return row
+
+
+@contextlib.contextmanager
+def search_settings(
+    beam: int | None = None, candidates: int | None = None, gap_weight: float | None = None
+) -> Iterator[None]:
+    """The depth objective's search with another beam width, candidate count or gap weight
+    (narrower and cheaper for the largest sets).  ``build`` takes none of them: they are the
+    search's constants (``circle_state``'s ``beam`` default, ``precise.CANDIDATES``,
+    ``precise.LAMBDA``), set here for the measurement and restored."""
+    saved = (circle.circle_state, precise.CANDIDATES, precise.LAMBDA)
+    if beam is not None:
+        circle.circle_state = functools.partial(saved[0], beam=beam)
+    if candidates is not None:
+        precise.CANDIDATES = candidates
+    if gap_weight is not None:
+        precise.LAMBDA = gap_weight
+    try:
+        yield
+    finally:
+        circle.circle_state, precise.CANDIDATES, precise.LAMBDA = saved
 
 
 class Note:
@@ -95,8 +134,19 @@ class Note:
             print(f"  m = {self.m}: layer {done} of at most {total}", file=sys.stderr, flush=True)
 
 
-def _median(rows: list[dict[str, Any]], key: str) -> float:
-    return statistics.median(r[key] for r in rows)
+def _median(rows: list[dict[str, Any]], key: str) -> float | None:
+    """The median of ``key`` over the rows that have it (None: none has)."""
+    values = [r[key] for r in rows if key in r]
+    return statistics.median(values) if values else None
+
+
+def _settings(s: dict[str, Any]) -> str:
+    names = {"beam": "beam", "candidates": "poles", "gap_weight": "LAMBDA"}
+    return ", ".join(f"{names[key]} {v:g}" for key, v in s.items())
+
+
+def _cell(value: float | None) -> str:
+    return "—" if value is None else f"{value:g}"
 
 
 def table(rows: dict[int, list[dict[str, Any]]], md: Markdown) -> None:
@@ -115,20 +165,24 @@ def table(rows: dict[int, list[dict[str, Any]]], md: Markdown) -> None:
             target = f"<= {TARGET[1]} (m - 2): " + ("met" if ratio <= TARGET[1] else "missed")
         fell = sum(r["method"] != "circle" for r in rs)
         right = ", ".join(f"{r['float64_right']}/{m}" for r in rs)
+        narrow = {
+            f"beam {s['beam']}, {s['candidates']} poles" for r in rs if (s := r.get("settings"))
+        }
         md.out(
-            f"| {m} | {len(rs)} | {depth:g}{f' ({fell} fb)' if fell else ''} | {ratio:.3f} "
-            f"| {right} | {_median(rs, 'seconds'):.0f} | {_median(rs, 'faithful'):g} "
-            f"| {_median(rs, 'auto'):g} | {counting_depth(m)} | {breaks} | {target} |"
+            f"| {m} | {len(rs)} | {depth:g}{f' ({fell} fb)' if fell else ''}"
+            f"{''.join(f' ({n})' for n in sorted(narrow))} | {ratio:.3f} "
+            f"| {right} | {_median(rs, 'seconds'):.0f} | {_cell(_median(rs, 'faithful'))} "
+            f"| {_cell(_median(rs, 'auto'))} | {counting_depth(m)} | {breaks} | {target} |"
         )
 
 
 def exponent(rows: dict[int, list[dict[str, Any]]], key: str) -> float | None:
     """``a`` of the least-squares fit ``depth ~ m^a`` (log-log) over the rows' medians."""
-    ms = sorted(rows)
+    ms = [m for m in sorted(rows) if _median(rows[m], key) is not None]
     if len(ms) < 2:
         return None
     x = [math.log(m) for m in ms]
-    y = [math.log(_median(rows[m], key)) for m in ms]
+    y = [math.log(_median(rows[m], key)) for m in ms]  # type: ignore[arg-type]
     mx, my = statistics.fmean(x), statistics.fmean(y)
     return sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True)) / sum(
         (a - mx) ** 2 for a in x
@@ -150,7 +204,8 @@ def figure(rows: dict[int, list[dict[str, Any]]], path: str) -> None:
         ("faithful", "circle, float64-faithful", "s--"),
         ("auto", "auto (default)", "^:"),
     ):
-        ax.plot(ms, [_median(rows[m], key) for m in ms], style, label=label)
+        have = [m for m in ms if _median(rows[m], key) is not None]
+        ax.plot(have, [_median(rows[m], key) for m in have], style, label=label)
     ax.plot(ms, [counting_depth(m) for m in ms], "k-", lw=1, label="counting bound (R^3)")
     breaks = [[break_bound(r["b1"]) for r in rows[m] if r["b1"] is not None] for m in ms]
     ax.plot(
@@ -182,6 +237,14 @@ def main() -> None:
     )
     parser.add_argument("--figure", metavar="PNG", help="also plot depth against m to PNG")
     parser.add_argument("--only-cached", action="store_true", help="measure nothing new")
+    parser.add_argument("--beam", type=int, help="the depth objective's beam width (default 4)")
+    parser.add_argument(
+        "--candidates", type=int, help="its candidate poles per state (precise.CANDIDATES)"
+    )
+    parser.add_argument("--gap-weight", type=float, help="its LAMBDA (precise.LAMBDA, 0.25)")
+    parser.add_argument(
+        "--depth-only", action="store_true", help="not the faithful and auto builds (m >= 2000)"
+    )
     add_option(parser)
     args = parser.parse_args()
     cache = Path(args.cache) if args.cache else None
@@ -190,7 +253,13 @@ def main() -> None:
         for seed in range(args.seeds):
             if args.only_cached or any(r["m"] == m and r["seed"] == seed for r in done):
                 continue
-            row = measure(m, seed, Note(m))
+            asked = {
+                "beam": args.beam,
+                "candidates": args.candidates,
+                "gap_weight": args.gap_weight,
+            }
+            settings = {key: v for key, v in asked.items() if v is not None}
+            row = measure(m, seed, Note(m), settings, args.depth_only)
             print(f"  measured {row}", file=sys.stderr, flush=True)
             done.append(row)
             if cache:
@@ -204,7 +273,7 @@ def main() -> None:
     md.add(f"Load average when the table was printed: {load:.1f} (2 cores, shared).\n")
     table(rows, md)
     growth = {key: exponent(rows, key) for key in ("depth", "faithful")}
-    if growth["depth"] is not None:
+    if growth["depth"] is not None and growth["faithful"] is not None:
         md.out()
         md.out(
             f"Growth over these sizes (least squares on log-log): depth ~ m^{growth['depth']:.2f} "
