@@ -165,9 +165,7 @@ def table(rows: dict[int, list[dict[str, Any]]], md: Markdown) -> None:
             target = f"<= {TARGET[1]} (m - 2): " + ("met" if ratio <= TARGET[1] else "missed")
         fell = sum(r["method"] != "circle" for r in rs)
         right = ", ".join(f"{r['float64_right']}/{m}" for r in rs)
-        narrow = {
-            f"beam {s['beam']}, {s['candidates']} poles" for r in rs if (s := r.get("settings"))
-        }
+        narrow = {_settings(s) for r in rs if (s := r.get("settings"))}
         md.out(
             f"| {m} | {len(rs)} | {depth:g}{f' ({fell} fb)' if fell else ''}"
             f"{''.join(f' ({n})' for n in sorted(narrow))} | {ratio:.3f} "
@@ -176,8 +174,18 @@ def table(rows: dict[int, list[dict[str, Any]]], md: Markdown) -> None:
         )
 
 
+def searched(rows: dict[int, list[dict[str, Any]]]) -> dict[int, list[dict[str, Any]]]:
+    """The rows whose depth objective built a circle net (not those that gave way to
+    ``runs``: their depth is runs', not the search's)."""
+    kept = {m: [r for r in rs if r["method"] == "circle"] for m, rs in rows.items()}
+    return {m: rs for m, rs in kept.items() if rs}
+
+
 def exponent(rows: dict[int, list[dict[str, Any]]], key: str) -> float | None:
-    """``a`` of the least-squares fit ``depth ~ m^a`` (log-log) over the rows' medians."""
+    """``a`` of the least-squares fit ``depth ~ m^a`` (log-log) over the rows' medians
+    (for ``depth``, only the :func:`searched` rows)."""
+    if key == "depth":
+        rows = searched(rows)
     ms = [m for m in sorted(rows) if _median(rows[m], key) is not None]
     if len(ms) < 2:
         return None
@@ -204,8 +212,18 @@ def figure(rows: dict[int, list[dict[str, Any]]], path: str) -> None:
         ("faithful", "circle, float64-faithful", "s--"),
         ("auto", "auto (default)", "^:"),
     ):
-        have = [m for m in ms if _median(rows[m], key) is not None]
-        ax.plot(have, [_median(rows[m], key) for m in have], style, label=label)
+        part = searched(rows) if key == "depth" else rows
+        have = [m for m in ms if m in part and _median(part[m], key) is not None]
+        ax.plot(have, [_median(part[m], key) for m in have], style, label=label)
+    fell = [r for rs in rows.values() for r in rs if r["method"] != "circle"]
+    if fell:
+        ax.plot(
+            [r["m"] for r in fell],
+            [r["depth"] for r in fell],
+            "rx",
+            ms=8,
+            label="objective depth stalled: runs' net",
+        )
     ax.plot(ms, [counting_depth(m) for m in ms], "k-", lw=1, label="counting bound (R^3)")
     breaks = [[break_bound(r["b1"]) for r in rows[m] if r["b1"] is not None] for m in ms]
     ax.plot(
@@ -277,7 +295,8 @@ def main() -> None:
         md.out()
         md.out(
             f"Growth over these sizes (least squares on log-log): depth ~ m^{growth['depth']:.2f} "
-            f"(objective depth), m^{growth['faithful']:.2f} (float-faithful circle); the "
+            "(objective depth, where it built a circle net), "
+            f"m^{growth['faithful']:.2f} (float-faithful circle); the "
             "counting bound grows like 0.254 sqrt(m) for large m, the break-point bound like "
             "log2(m)."
         )
