@@ -158,6 +158,11 @@ def search(
                     kept = st
         if progress:
             guess = depth + _estimate(best.boundaries - k + 2)
+            if depth - PATIENCE in history and history[depth - PATIENCE] > best.boundaries:
+                # the recent pace's projection: folds remove a few boundaries each, so the
+                # logarithmic estimate alone promised the end far too soon on large sets
+                pace = (history[depth - PATIENCE] - best.boundaries) / PATIENCE
+                guess = max(guess, depth + math.ceil((best.boundaries - k) / pace))
             if kept is not None:
                 guess = min(guess, finish(kept, y))
             progress(depth, max(depth, min(max_depth, guess)))
@@ -306,4 +311,7 @@ def _readable(states: list[State], y: np.ndarray) -> State | None:
 
 
 def _estimate(b: int) -> int:
+    """Layers still to go at the least for ``b + k - 2`` boundaries, as the progress line's
+    first guess: the folds' doubling of break points read backwards (proofs/circle_maps.md
+    §3.1), which the search's pace of a few boundaries a layer seldom approaches."""
     return max(0, math.ceil(math.log2(b + 2)) - 2)
