@@ -52,6 +52,7 @@ from lncapacity.construct.circle.candidates import (
     _fold_poles,
     _moebius,
     _spread,
+    seen_from,
 )
 from lncapacity.construct.circle.state import _score_orders
 
@@ -75,9 +76,7 @@ def fold(theta: np.ndarray, y: np.ndarray, qs: np.ndarray) -> list[tuple]:
     out = []
     for s in range(0, len(qs), 256):
         qq = qs[s : s + 256]
-        base = np.arctan2(-qq[:, 1], -qq[:, 0])[:, None]
-        a = np.arctan2(P[None, :, 1] - qq[:, None, 1], P[None, :, 0] - qq[:, None, 0])
-        rel = (a - base + math.pi) % (2 * math.pi) - math.pi
+        rel = seen_from(P, qq)
         b, gap, _ = _score_orders(rel, y, cyclic=False)
         # tangent points at angle(q) -+ acos(1 / |q|), inside the arc [min theta, max theta]
         half = np.arccos(1 / np.hypot(qq[:, 0], qq[:, 1]))

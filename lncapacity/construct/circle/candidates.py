@@ -230,14 +230,20 @@ def _fold_layer_candidates(
     out = []
     for s in range(0, len(qs), 256):
         qq = qs[s : s + 256]
-        base = np.arctan2(-qq[:, 1], -qq[:, 0])[:, None]
-        a = np.arctan2(P[None, :, 1] - qq[:, None, 1], P[None, :, 0] - qq[:, None, 0])
-        rel = (a - base + math.pi) % (2 * math.pi) - math.pi
-        b, gap, _ = _score_orders(rel, y, cyclic=False)
+        b, gap, _ = _score_orders(seen_from(P, qq), y, cyclic=False)
         for k in np.flatnonzero(gap >= gap_min):
             out.append((int(b[k]), float(gap[k]), qq[k]))
     out.sort(key=lambda c: cost(c[0], c[1]))
     return out[:keep]
+
+
+def seen_from(P: np.ndarray, qq: np.ndarray) -> np.ndarray:
+    """The angles of the points ``P`` (``m x 2``) seen from each pole of ``qq`` (``K x 2``),
+    relative to the direction from the pole to the centre, in ``[-pi, pi)`` (``K x m``): the
+    directions a fold layer reads (proofs/circle_maps.md §1)."""
+    base = np.arctan2(-qq[:, 1], -qq[:, 0])[:, None]
+    a = np.arctan2(P[None, :, 1] - qq[:, None, 1], P[None, :, 0] - qq[:, None, 0])
+    return (a - base + math.pi) % (2 * math.pi) - math.pi
 
 
 def _moebius(t: np.ndarray, s: np.ndarray) -> np.ndarray:
