@@ -311,7 +311,7 @@ def _readable(states: list[State], y: np.ndarray) -> State | None:
 
 
 def _estimate(b: int) -> int:
-    """Layers still to go at the least for ``b + k - 2`` boundaries, as the progress line's
-    first guess: the folds' doubling of break points read backwards (proofs/circle_maps.md
-    §3.1), which the search's pace of a few boundaries a layer seldom approaches."""
+    """A low guess of the layers still to go from ``b + k - 2`` boundaries, the progress line's
+    first: each layer at most doubles the break points (proofs/circle_maps.md §3.1), a pace
+    the search's few boundaries a layer seldom approaches."""
     return max(0, math.ceil(math.log2(b + 2)) - 2)
