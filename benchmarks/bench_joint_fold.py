@@ -59,8 +59,7 @@ from lncapacity.construct.circle.state import _score_orders
 CANDIDATES = 3000
 """Poles per layer, as the depth objective tries (``precise.CANDIDATES``)."""
 ZIPS = 150
-"""Four-pair zips drawn per layer (the distinct ones are tried), and poles in the random
-re-spacings' searches per zip."""
+"""Four-pair zips drawn per layer (the distinct ones are solved)."""
 GRID = 24
 """Grid points per parameter of the re-spacing before Newton."""
 DEGENERATE = 1e-6
@@ -195,6 +194,9 @@ def solve(srt: np.ndarray, pairs: np.ndarray) -> tuple | None:
 
 @dataclass
 class Run:
+    """One greedy run: boundaries after each layer, zips tried and solved, the layers where
+    the addition beat the pole, and how many chosen folds folded both ends."""
+
     boundaries: list[int] = field(default_factory=list)
     solved: int = 0
     tried: int = 0
