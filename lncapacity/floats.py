@@ -381,6 +381,22 @@ class FloatCheck:
         )
 
 
+REFINE_DEPTH = 64
+"""Nets up to this depth get their worst float rows re-bounded in balls (``max_ulps``)."""
+
+REFINE_WIDTH = 1_000
+"""... and up to this width (every net but wide LN-G ones: balls of 15,000 features cost about
+0.1 s a row, and the refinement takes up to 256 rows per backend)."""
+
+
+def worth_refining(net: LNNet[Any]) -> bool:
+    """Whether :func:`check`'s ``refine`` pays for ``net``: balls at 128 bits tighten the ulp
+    count of shallow, narrow nets (:data:`REFINE_DEPTH`, :data:`REFINE_WIDTH`); deep nets'
+    interval scores are already tight (``interval.scalar_range``) and balls would cost more
+    than they gain."""
+    return net.depth <= REFINE_DEPTH and max(net.widths, default=0) <= REFINE_WIDTH
+
+
 def ulp_disagreement(
     z: np.ndarray,
     exact: tuple[np.ndarray, np.ndarray],

@@ -50,14 +50,6 @@ def check_float_options(args: argparse.Namespace) -> None:
         float_backends(args.require_float)
 
 
-REFINE_DEPTH = 64
-"""Nets up to this depth get their worst float rows re-bounded in balls (``max_ulps``)."""
-
-REFINE_WIDTH = 1_000
-"""... and up to this width (every net but wide LN-G ones: balls of 15,000 features cost about
-0.1 s a row, and the refinement takes up to 256 rows per backend)."""
-
-
 def check_and_report(
     args: argparse.Namespace,
     net: LNNet[Any],
@@ -81,10 +73,7 @@ def check_and_report(
     def refine(rows: list[int]) -> Any:
         return exact_scores(net, [points.X[k] for k in rows])
 
-    # balls at 128 bits tighten the ulp count of shallow nets; deep nets' interval scores are
-    # already tight (interval.scalar_range) and balls would cost more than they gain
-    cheap = net.depth <= REFINE_DEPTH and max(net.widths, default=0) <= REFINE_WIDTH
-    tighten = refine if cheap else None
+    tighten = refine if floats.worth_refining(net) else None
     checks = [floats.check(net, points, b, exact, tighten) for b in backends]
     errors = {c.backend: max_abs_error(net, points, c.backend, exact) for c in checks}
     failing = [c for c in checks if c.backend in required and not c.all_agree]
