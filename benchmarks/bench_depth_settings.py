@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 from bench_circle import r3_set
+from bench_depth_frontier import search_settings
 from markdown_table import Markdown, add_option
 
 from lncapacity.construct.circle import circle_state, precise
@@ -32,10 +33,8 @@ def depth(m: int, seed: int, beam: int, gap_weight: float) -> tuple[int | None, 
     points = r3_set(m, seed)
     labels = sorted(set(points.y))
     y = np.array([labels.index(v) for v in points.y])
-    saved = precise.LAMBDA
-    precise.LAMBDA = gap_weight
-    try:
-        t0 = time.process_time()
+    t0 = time.process_time()
+    with search_settings(gap_weight=gap_weight):
         st = circle_state(
             points.floats(),
             y,
@@ -46,9 +45,7 @@ def depth(m: int, seed: int, beam: int, gap_weight: float) -> tuple[int | None, 
             objective="depth",
             exact=points.X,
         )
-        return (None if st is None else len(st.layers)), time.process_time() - t0
-    finally:
-        precise.LAMBDA = saved
+    return (None if st is None else len(st.layers)), time.process_time() - t0
 
 
 def main() -> None:

@@ -194,9 +194,10 @@ def solve(srt: np.ndarray, pairs: np.ndarray) -> tuple | None:
 
 @dataclass
 class Run:
-    """One greedy run: boundaries after each layer, zips tried and solved, the layers where
-    the addition beat the pole, and how many chosen folds folded both ends."""
+    """One greedy run: boundaries at the start and after each layer, zips tried and solved,
+    the layers where the addition beat the pole, and how many chosen folds folded both ends."""
 
+    start: int = 0
     boundaries: list[int] = field(default_factory=list)
     solved: int = 0
     tried: int = 0
@@ -210,7 +211,8 @@ def run(m: int, layers: int, mode: str, seed: int) -> Run:
     y = rng.integers(0, 2, m)
     rel = rng.permutation(np.linspace(-1.2, 1.2, m))  # directions before the re-spacing
     extra = np.random.default_rng([m, seed, 1])  # the additions' own: the same poles in every mode
-    out = Run()
+    lab = y[np.argsort(rel, kind="stable")]
+    out = Run(start=int((lab[1:] != lab[:-1]).sum()))  # label boundaries (not cyclic)
     for layer in range(layers):
         M, _ = _spread(rel, y)
         theta = respace(rel, M)
@@ -268,7 +270,7 @@ def main() -> None:
         for mode, name in MODES.items():
             t0 = time.perf_counter()
             runs = [run(m, args.layers, mode, s) for s in range(args.seeds)]
-            b0 = statistics.median(_start_boundaries(m, s) for s in range(args.seeds))
+            b0 = statistics.median(r.start for r in runs)
             after = [statistics.median(r.boundaries[i] for r in runs) for i in range(args.layers)]
             pace = (b0 - after[-1]) / args.layers
             solved = (
@@ -284,14 +286,6 @@ def main() -> None:
             )
             print(f"  m = {m}, {name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     md.save()
-
-
-def _start_boundaries(m: int, seed: int) -> int:
-    """Label boundaries of the random arc ``run`` starts from (not cyclic)."""
-    rng = np.random.default_rng([m, seed])
-    y = rng.integers(0, 2, m)
-    lab = y[np.argsort(rng.permutation(np.linspace(-1.2, 1.2, m)), kind="stable")]
-    return int((lab[1:] != lab[:-1]).sum())
 
 
 if __name__ == "__main__":
