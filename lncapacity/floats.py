@@ -454,8 +454,9 @@ def check(
 ) -> FloatCheck:
     """Run ``net`` on ``points`` with ``backend`` and compare with their labels.
 
-    With ``exact`` (bounds on the exact scores, as :attr:`~lncapacity.certify.Certificate.scores`
-    has them) also the worst disagreement in ulps (:func:`ulp_disagreement`).
+    With ``exact`` (bounds on the exact scores, as
+    :attr:`~lncapacity.certify.verdicts.Certificate.scores` has them) also the worst
+    disagreement in ulps (:func:`ulp_disagreement`).
     """
     z = forward(net, points, backend).astype(np.float64)
     ulps = math.nan
