@@ -163,9 +163,10 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
     weights; ``max_iter`` Adam steps at most; ``verbose`` what fit does, on stderr.
 
     Fitted attributes: ``net_`` (the exact :class:`~lncapacity.model.LNNet`), ``backend_``
-    (the backend ``predict`` runs), ``certificate_`` (:class:`~lncapacity.certify.Certificate`
-    on the distinct training points), ``certified_fraction_`` (the fraction of them certainly
-    right), ``verdicts_`` (per training row: ``"right"``, ``"wrong"`` or ``"undecided"``),
+    (the backend ``predict`` runs), ``certificate_``
+    (:class:`~lncapacity.certify.verdicts.Certificate` on the distinct training points),
+    ``certified_fraction_`` (the fraction of them certainly right), ``verdicts_`` (per
+    training row: ``"right"``, ``"wrong"`` or ``"undecided"``),
     ``float_faithful_`` (``{"float64": bool, "float32": bool}``: whether that backend
     predicts the exact net's class on every training point), ``depth_`` (LayerNorm layers),
     ``method_`` (the construction, or ``"train"``), ``n_iter_`` (Adam steps; 0 when built),

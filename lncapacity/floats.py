@@ -154,7 +154,8 @@ def export_floats(values: Any, where: str, dtype: str, finite: bool) -> np.ndarr
 
 def torch_sequential(net: LNNet[Any], dtype: str, finite: bool = True) -> torch.nn.Sequential:
     """``net`` as a ``torch.nn.Sequential`` of PyTorch's own modules, in the torch dtype named
-    ``dtype`` (the callers, :func:`to_torch` and :func:`lncapacity.interop.to_torch`, check it).
+    ``dtype`` (the callers, :func:`to_torch` and :func:`lncapacity.interop.torch_out.to_torch`,
+    check it).
 
     One ``torch.nn.Linear`` per affine map, each followed (except the readout) by
     ``torch.nn.LayerNorm(n_l, eps=float(net.eps))``, with ``elementwise_affine`` and ``bias``
@@ -237,7 +238,7 @@ def to_torch(net: LNNet[Any], dtype: str = "float64", finite: bool = True) -> to
     ``"float32"``; through float64, exactly as the NumPy backend rounds them), on
     the CPU; the global random state is left untouched.  The module maps a
     ``(m, input_dim)`` tensor to the ``(m, len(classes))`` scores.  This is
-    :func:`lncapacity.interop.to_torch` restricted to the NumPy backends' dtypes
+    :func:`lncapacity.interop.torch_out.to_torch` restricted to the NumPy backends' dtypes
     (``finite=False``: weights beyond the range become ``±inf``, as the backends run them;
     by default :class:`~lncapacity.errors.InputError`).
     """
@@ -454,8 +455,9 @@ def check(
 ) -> FloatCheck:
     """Run ``net`` on ``points`` with ``backend`` and compare with their labels.
 
-    With ``exact`` (bounds on the exact scores, as :attr:`~lncapacity.certify.Certificate.scores`
-    has them) also the worst disagreement in ulps (:func:`ulp_disagreement`).
+    With ``exact`` (bounds on the exact scores, as
+    :attr:`~lncapacity.certify.verdicts.Certificate.scores` has them) also the worst
+    disagreement in ulps (:func:`ulp_disagreement`).
     """
     z = forward(net, points, backend).astype(np.float64)
     ulps = math.nan

@@ -12,7 +12,7 @@ mean and standard deviation); the standardisation is then folded into the first 
 when every training point is classified right with a float margin of at least
 :data:`STOP_MARGIN`, or after ``max_iter`` steps.
 
-The result's ``net`` is :func:`lncapacity.interop.from_torch` of the returned module: the
+The result's ``net`` is :func:`lncapacity.interop.torch_in.from_torch` of the returned module: the
 module's function in exact arithmetic (every float32 weight is a dyadic rational), so a
 certificate of ``net`` (:func:`lncapacity.certify`) is a proof about the module that was
 trained.  Training is deterministic given ``random_state``: the initial weights come from
@@ -66,12 +66,12 @@ Progress = Callable[[int, int], None]
 class TrainResult:
     """What :func:`train` returns.
 
-    ``net`` the exact LN-Net of ``module`` (:func:`lncapacity.interop.from_torch`, classes as
-    the training labels, sorted); ``module`` the trained ``torch.nn.Sequential`` (float32, eval
-    mode, no gradients); ``train_accuracy`` the fraction of the distinct training points the
-    module classifies right in float32; ``iterations`` the Adam steps taken; ``seconds`` the
-    training time (without the import); ``loss`` the final mean cross-entropy; ``converged``
-    whether training stopped because every margin reached :data:`STOP_MARGIN`.
+    ``net`` the exact LN-Net of ``module`` (:func:`lncapacity.interop.torch_in.from_torch`, classes
+    as the training labels, sorted); ``module`` the trained ``torch.nn.Sequential`` (float32, eval
+    mode, no gradients); ``train_accuracy`` the fraction of the distinct training points the module
+    classifies right in float32; ``iterations`` the Adam steps taken; ``seconds`` the training time
+    (without the import); ``loss`` the final mean cross-entropy; ``converged`` whether training
+    stopped because every margin reached :data:`STOP_MARGIN`.
     """
 
     net: LNNet[fmpq]

@@ -6,7 +6,6 @@ backends' chunks: every score and margin encloses the exact one, the verdicts ar
 from __future__ import annotations
 
 import random
-import sys
 
 import numpy as np
 import pytest
@@ -16,10 +15,10 @@ from test_groups import random_net, step_net
 
 from lncapacity import certify, floats
 from lncapacity.arith import precision
+from lncapacity.certify import intervals as intervals_module  # where the passes read their sizes
 from lncapacity.model import Affine, LNNet, Norm
 
 Q = fmpq
-certify_module = sys.modules["lncapacity.certify"]
 
 
 def arb_scores(net: LNNet, X) -> list[list[arb]]:
@@ -54,7 +53,7 @@ def test_the_ball_pass_encloses_the_exact_margins_and_scores(layers, eps):
     net = LNNet(net.input_dim, net.width, eps, net.layers, net.readout, net.classes, {}, net.norms)
     X = points(rng, 12)
     y = [rng.randrange(3) for _ in X]
-    mlo, mhi, zlo, zhi = certify_module.interval_pass(net.folded(), X, y)
+    mlo, mhi, zlo, zhi = intervals_module.interval_pass(net.folded(), X, y)
     exact = np.array([[(v.lower(), v.upper()) for v in z] for z in arb_scores(net, X)])
     assert (zlo <= exact[..., 0]).all() and (exact[..., 1] <= zhi).all()
     assert (zhi - zlo < 1e-9).all()
@@ -78,7 +77,7 @@ def test_margins_against_sympy_on_a_tiny_net():
     net = LNNet(2, 6, eps, (layer,), readout, (0, 1, 2), {}, (Norm(groups=2),))
     X = [[Q(1, 3), Q(-2)], [Q(5), Q(1, 7)], [Q(-1, 2), Q(3, 2)], [Q(0), Q(0)]]
     y = [0, 1, 2, 1]
-    mlo, mhi, _, _ = certify_module.interval_pass(net, X, y)
+    mlo, mhi, _, _ = intervals_module.interval_pass(net, X, y)
 
     def r(v):
         return sympy.Rational(int(v.p), int(v.q))
@@ -114,10 +113,10 @@ def test_blocks_readout_blocks_and_tasks_change_no_verdict(monkeypatch):
         (1 << 16, 1 << 21, 1 << 24),
         (7, 1 << 21, 40),
     ]:
-        monkeypatch.setattr(certify_module, "GROUPED_BLOCK", block)
-        monkeypatch.setattr(certify_module, "GROUPED_READOUT", readout)
-        monkeypatch.setattr(certify_module, "GROUPED_TASK", task)
-        mlo, mhi, _, _ = certify_module.interval_pass(net, X, y)
+        monkeypatch.setattr(intervals_module, "GROUPED_BLOCK", block)
+        monkeypatch.setattr(intervals_module, "GROUPED_READOUT", readout)
+        monkeypatch.setattr(intervals_module, "GROUPED_TASK", task)
+        mlo, mhi, _, _ = intervals_module.interval_pass(net, X, y)
         for lo, hi, e in zip(mlo, mhi, exact, strict=True):
             assert lo <= e.lower() and e.upper() <= hi
         runs.append((mlo, mhi))
@@ -139,7 +138,7 @@ def test_tiny_groups_are_left_to_balls():
     net = LNNet(1, 4, Q(0), (layer,), base.readout, base.classes, {}, base.norms)
     X = [[Q(1, 2)], [Q(1, 4)], [Q(2)], [Q(-1, 10)]]
     y = [1, 1, 0, 0]
-    mlo, mhi, _, _ = certify_module.interval_pass(net, X, y)
+    mlo, mhi, _, _ = intervals_module.interval_pass(net, X, y)
     assert np.isnan(mlo).all() and np.isnan(mhi).all()
     cert = certify(net, X, y, intervals=True, workers=1)
     assert cert.all_certified and cert.precision == 128

@@ -294,14 +294,15 @@ def test_certify_a_grouped_net_exactly(intervals):
 
 
 def test_the_interval_pass_encloses_balls_in_blocks(monkeypatch):
-    certify_module = sys.modules["lncapacity.certify"]
+    from lncapacity.certify import intervals as intervals_module
+
     rng = random.Random(5)
     for layers, block in [([(6, 3)], 8), ([(6, 2), (8, 4)], 10), ([(9, 3)], 1 << 13)]:
-        monkeypatch.setattr(certify_module, "GROUPED_BLOCK", block)
+        monkeypatch.setattr(intervals_module, "GROUPED_BLOCK", block)
         net = random_net(rng, layers, k=3)
         X = [[Q(rng.randint(-99, 99), rng.choice([1, 3, 64])) for _ in range(2)] for _ in range(9)]
         y = [rng.randrange(3) for _ in X]
-        mlo, mhi, zlo, zhi = certify_module.interval_pass(net.folded(), X, y)
+        mlo, mhi, zlo, zhi = intervals_module.interval_pass(net.folded(), X, y)
         with precision(200):
             balls = net.map(arb)
             for i, x in enumerate(X):
@@ -313,14 +314,15 @@ def test_the_interval_pass_encloses_balls_in_blocks(monkeypatch):
 
 
 def test_the_grouped_interval_pass_in_processes(monkeypatch):
-    certify_module = sys.modules["lncapacity.certify"]
-    monkeypatch.setattr(certify_module, "GROUPED_TASK", 40)  # 40 // 12: 3 points a task
+    from lncapacity.certify import intervals as intervals_module
+
+    monkeypatch.setattr(intervals_module, "GROUPED_TASK", 40)  # 40 // 12: 3 points a task
     rng = random.Random(10)
     net = random_net(rng, [(12, 4)], k=2).folded()
     X = [[Q(rng.randint(-99, 99), 8) for _ in range(2)] for _ in range(20)]
     y = [rng.randrange(2) for _ in X]
-    one = certify_module.interval_pass(net, X, y)
-    two = certify_module.interval_pass(net, X, y, workers=2)
+    one = intervals_module.interval_pass(net, X, y)
+    two = intervals_module.interval_pass(net, X, y, workers=2)
     assert all(np.array_equal(a, b) for a, b in zip(one, two, strict=True))
 
 

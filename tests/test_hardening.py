@@ -576,7 +576,7 @@ def test_workers_capped_to_the_work(runs):
 
 def test_workers_are_capped_in_process(monkeypatch):
     """shatter asks imap for at most as many processes as there are chunks."""
-    import lncapacity.shatter as sh
+    from lncapacity.shatter import workers as pool  # where the process pool is chosen
 
     asked = []
 
@@ -584,7 +584,7 @@ def test_workers_are_capped_in_process(monkeypatch):
         asked.append(workers)
         return (fn(task) for task in tasks)
 
-    monkeypatch.setattr(sh, "imap", fake_imap)
+    monkeypatch.setattr(pool, "imap", fake_imap)
     shatter(None, 1, workers=200)
     assert asked == [1]
 

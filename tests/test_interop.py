@@ -735,7 +735,7 @@ def test_import_never_writes_a_net_verify_refuses(tmp_path, capsys, monkeypatch)
 def test_torch_files_are_bounded_and_mapped(tmp_path, capsys, monkeypatch):
     import zipfile
 
-    from lncapacity import interop
+    from lncapacity.interop import torch_files  # where load_torch reads its limit
 
     seen = []
     load = torch.load
@@ -764,11 +764,11 @@ def test_torch_files_are_bounded_and_mapped(tmp_path, capsys, monkeypatch):
     assert seen[-1] is False  # torch cannot map compressed entries
     torch.save({"0.weight": torch.zeros(100, 100)}, tmp_path / "zeros.pt")
     deflated(tmp_path / "zeros.pt", tmp_path / "bomb.pt")  # 40 kB in about 0.5 kB
-    monkeypatch.setattr(interop, "MAX_TORCH_FILE_BYTES", 20_000)
+    monkeypatch.setattr(torch_files, "MAX_TORCH_FILE_BYTES", 20_000)
     assert (tmp_path / "bomb.pt").stat().st_size < 20_000
     with pytest.raises(InputError, match=r"bomb\.pt: its zip entries expand to \d+ bytes, beyond"):
         load_torch(tmp_path / "bomb.pt")
-    monkeypatch.setattr(interop, "MAX_TORCH_FILE_BYTES", 100)
+    monkeypatch.setattr(torch_files, "MAX_TORCH_FILE_BYTES", 100)
     with pytest.raises(InputError, match=r"sd\.pt: \d+ bytes, beyond the limit of 0 MiB"):
         load_torch(tmp_path / "sd.pt")
 

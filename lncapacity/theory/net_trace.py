@@ -178,7 +178,7 @@ def _scalar_steps(net: LNNet[fmpq]) -> list[tuple[Any, ...]] | None:
     With ``W_l = col row^T`` the layer sees the scalar ``s = row . h`` only; the
     centred pre-activation is ``A s + B`` (``A = P col``, ``B = P b``) and, with
     ``t = s - s0``, ``h = (A t + centre) / sqrt(g t^2 + k)`` (``s0``, ``g``, ``k``
-    by completing the square, as in :func:`lncapacity.certify.scalar_chain`).
+    by completing the square, as in :func:`lncapacity.certify.chains.scalar_chain`).
     Only ``t`` carries rounding error from layer to layer, so balls stay tight
     where the generic matrix pass would lose bits to the dependency problem.
     """

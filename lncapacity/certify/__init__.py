@@ -1,0 +1,225 @@
+"""The certificate: a proof, by rigorous ball arithmetic, that a net classifies every point.
+
+For each point ``x`` with label ``c`` the exact forward pass of the net is
+enclosed in python-flint ``arb`` balls (every operation rounded outwards, so
+the true value of each readout score lies in its ball); the point is
+*certified* (certainly right) when every difference ``z_c - z_j`` (``j != c``)
+is a ball of strictly positive numbers, and its lower end is the certified
+margin; it is *certainly wrong* when some difference is strictly negative, and
+*undecided* when the precision limit is reached first (a point on, or within
+rounding of, a decision boundary: never called right).  Precision starts at 128
+bits and doubles until every point is decided or the limit is reached (within a
+chunk of points the precision reached carries over); no floating-point comparison
+is involved.  For scalar chains (the constructions' nets) every layer but the last
+maps exact ends to its exact range (:func:`.interval.scalar_range_balls`), so the balls lose no bits
+per layer to dependency and deep nets certify at the starting precision.
+
+Nets that are no scalar chain (trained nets: every layer of full rank) first
+go through :func:`~lncapacity.certify.intervals.interval_pass`, float64 interval arithmetic
+with every operation rounded outwards (:mod:`lncapacity.interval`, rigorous by
+proofs/interval_rounding.md), vectorised over all points; it decides nearly
+every point, and the others are redone in balls.
+
+This package depends on the model only: it shares no code with the
+constructions, so :func:`certify` is an independent check of what they built.
+
+**Modules**, one per idea, each importing only from those below it
+(``[tool.importlinter]`` in pyproject.toml):
+
+* :mod:`~lncapacity.certify.balls`: the certificate in ``arb`` balls at rising precision
+  (:func:`~lncapacity.certify.balls.decide`, the exact backend of ``LNNet.predict``);
+* :mod:`~lncapacity.certify.chains` (scalar chains: the constructions' nets as an exact
+  scalar recurrence, and their interval pass) and :mod:`~lncapacity.certify.intervals` (the
+  float64 interval passes of any net, the grouped one for LN-G layers in balls by BLAS);
+* :mod:`~lncapacity.certify.verdicts`: the verdicts, per point and for the point set.
+
+:func:`certify` itself is here, and what the rest of the package, the tests, the benchmarks
+and the proofs use is importable from ``lncapacity.certify`` itself.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from contextlib import closing
+from typing import Any
+
+import numpy as np
+from flint import fmpq
+
+from ..algebraic import precision_cap
+from ..data import PointSet, points_from_arrays
+from ..errors import InputError
+from ..interval import default_float_mode
+from ..model import LNNet
+from ..parallel import imap
+from .balls import MAX_PRECISION, _certify_chunk, decide, exact_scores, upper_bound_float
+from .balls import _evaluator as _evaluator
+from .chains import _algebraic, _rank_one_tail, rank_one, scalar_chain, scalar_interval_pass
+from .intervals import (
+    GROUPED_BLOCK,
+    GROUPED_READOUT,
+    GROUPED_TASK,
+    INTERVAL_CHUNK,
+    NORMAL_FLOOR,
+    BallMap,
+    feature_order,
+    interval_layers,
+    interval_pass,
+)
+from .intervals import _ball_affine as _ball_affine
+from .intervals import _ball_norm as _ball_norm
+from .intervals import _grouped_interval_pass as _grouped_interval_pass
+from .intervals import _margins as _margins
+from .intervals import _norm_constants as _norm_constants
+from .verdicts import Certificate, PointResult
+
+
+def certify(
+    net: LNNet[fmpq],
+    X: Any,
+    y: Any = None,
+    *,
+    max_precision: int = MAX_PRECISION,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    intervals: bool | None = None,
+    scores: bool = False,
+) -> Certificate:
+    """Decide, point by point, whether ``net`` predicts ``y[k]`` for ``X[k]``.
+
+    ``X`` is a :class:`~lncapacity.data.PointSet` or points with labels ``y``;
+    coordinates are read exactly.  Each point is *certainly right* (certified:
+    its margin ball is positive), *certainly wrong* (some other score is
+    certainly larger) or *undecided* at ``max_precision`` bits (a point on, or
+    within rounding of, a decision boundary), with an interval enclosing its
+    margin.  Never raises for a wrong net.
+
+    Nets whose layers are all rank one (the constructions') go through
+    :func:`~lncapacity.certify.chains.scalar_chain` in ``arb`` balls.  Other nets (trained
+    ones) first go through one vectorised pass of float64 interval arithmetic rounded outwards
+    (:mod:`lncapacity.interval`; rigorous, proofs/interval_rounding.md), which
+    decides nearly every point; the rest are redone in ``arb`` balls with rising
+    precision.  ``intervals`` forces that pass on (True) or off (False);
+    default: on for such nets with layers and more than a few points.  ``workers``:
+    processes for the ``arb`` part, and for the interval pass of nets with LN-G layers
+    (default: all cores, for large jobs only).
+    LayerNorm gains and biases are folded first (:meth:`LNNet.folded`, exact).
+    ``scores``: also bound every exact score
+    (:attr:`~lncapacity.certify.verdicts.Certificate.scores`; the interval pass always does,
+    ``arb`` points only when asked, as it costs time).
+    """
+    points = X if isinstance(X, PointSet) else points_from_arrays(X, y)
+    _check_compatible(net, points)
+    net = net.folded()
+    max_precision = precision_cap(net, max_precision)
+    labels = [net.classes.index(points.y[k]) for k in range(points.m)]
+    k_cls = len(net.classes)
+    scores_lo = np.full((points.m, k_cls), -np.inf)
+    scores_hi = np.full((points.m, k_cls), np.inf)
+    results: list[PointResult] = []
+    todo = list(range(points.m))
+    chain = None if _algebraic(net) else scalar_chain(net)
+    split = None if chain is not None or _algebraic(net) else _rank_one_tail(net)
+    if intervals is None:
+        intervals = (
+            net.depth > 0  # an affine map alone is cheap in balls, and its margins tight
+            and not _algebraic(net)  # algebraic weights: balls only
+            and points.m * (net.depth + 1) >= INTERVAL_WORK
+        )
+    if intervals and todo and default_float_mode():
+        with np.errstate(all="ignore"):  # overflow and NaN leave points undecided, silently
+            if chain is not None:
+                mlo, mhi, zlo, zhi = scalar_interval_pass(chain, points.X, labels)
+            elif split is not None:  # general layers, then a rank-one tail (circle + runs)
+                j, tail = split
+                h = interval_layers(net, points.X, net.layers[:j])
+                mlo, mhi, zlo, zhi = scalar_interval_pass(tail, points.X, labels, h)
+            else:
+                spread = net.grouped and points.m * max(net.widths) >= GROUPED_PARALLEL
+                iv_workers = workers or ((os.cpu_count() or 1) if spread else 1)
+                mlo, mhi, zlo, zhi = interval_pass(net, points.X, labels, iv_workers)
+        scores_lo, scores_hi = zlo, zhi
+        todo = []
+        for k in range(points.m):
+            if mlo[k] > 0:
+                results.append(
+                    PointResult(k, points.y[k], True, float(mlo[k]), 53, (mlo[k], mhi[k]))
+                )
+            elif mhi[k] < 0:
+                results.append(PointResult(k, points.y[k], False, -math.inf, 53, (mlo[k], mhi[k])))
+            else:
+                todo.append(k)
+        if progress:
+            progress(len(results), points.m)
+    jobs = [(k, points.X[k], labels[k]) for k in todo]
+    if workers is None:
+        workers = (os.cpu_count() or 1) if len(jobs) * (net.depth + 1) > PARALLEL_WORK else 1
+        if _algebraic(net):  # each process would evaluate the weights' programs again
+            workers = 1
+    chunks = [jobs[i : i + CHUNK] for i in range(0, len(jobs), CHUNK)]
+    tasks = ((net, chunk, max_precision, scores) for chunk in chunks)
+    with closing(imap(_certify_chunk, tasks, min(workers, max(len(chunks), 1)))) as parts:
+        for part in parts:
+            for k, ok, margin, prec, interval, zlo, zhi in part:
+                results.append(PointResult(k, points.y[k], ok, margin, prec, interval))
+                if scores:
+                    scores_lo[k], scores_hi[k] = zlo, zhi
+            if progress:
+                progress(len(results), points.m)
+    results.sort(key=lambda p: p.index)
+    have_scores = scores or (intervals and not jobs)
+    return Certificate(
+        tuple(results), (scores_lo, scores_hi) if have_scores else None, points.origins
+    )
+
+
+CHUNK = 32
+PARALLEL_WORK = 20_000
+"""Points times layers above which certification is spread over processes."""
+INTERVAL_WORK = 64
+"""Points times layers from which a net without a scalar chain gets the interval pass first."""
+
+
+GROUPED_PARALLEL = 1 << 24
+"""Points times features from which :func:`certify` spreads the grouped interval pass over
+processes (by default)."""
+
+
+def _check_compatible(net: LNNet[fmpq], points: PointSet) -> None:
+    if points.d != net.input_dim:
+        raise InputError(
+            f"{points.source}: points have {points.d} features, the net takes {net.input_dim}"
+        )
+    if unknown := sorted({label for label in points.y if label not in net.classes}, key=str):
+        raise InputError(
+            f"{points.source}: labels {unknown} are not classes of the net {list(net.classes)}"
+        )
+
+
+__all__ = [
+    "CHUNK",
+    "GROUPED_BLOCK",
+    "GROUPED_PARALLEL",
+    "GROUPED_READOUT",
+    "GROUPED_TASK",
+    "INTERVAL_CHUNK",
+    "INTERVAL_WORK",
+    "MAX_PRECISION",
+    "NORMAL_FLOOR",
+    "PARALLEL_WORK",
+    "BallMap",
+    "Certificate",
+    "PointResult",
+    "certify",
+    "decide",
+    "exact_scores",
+    "feature_order",
+    "interval_layers",
+    "interval_pass",
+    "rank_one",
+    "scalar_chain",
+    "scalar_interval_pass",
+    "upper_bound_float",
+]

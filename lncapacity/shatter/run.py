@@ -1,0 +1,221 @@
+"""Shattering: a net built and certified for every labeling, written as it is produced."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from contextlib import closing
+from typing import Any
+
+from flint import fmpq
+
+from ..arith import epsilon, exact, format_rational, json_float, shown
+from ..errors import InputError
+from ..fileformat import to_dict, to_gadget
+from ..version import __version__
+from .journal import _journal_path, _resume, _writer
+from .nets import _margins, _swapped, bump_net
+from .points import _point_set, default_points, labels_of
+from .records import (
+    CLASSES,
+    FORMAT,
+    MAX_POINTS,
+    MAX_SHATTER_GROUPS,
+    Progress,
+    ShatterSummary,
+    _is_int,
+    _tally,
+)
+from .workers import CHUNK, _imap
+
+
+def _shatter_chunk(
+    args: tuple[list[tuple[fmpq, ...]], int, fmpq, list[int], dict | None, int | None],
+) -> list[dict]:
+    from ..construct import build  # workers build; the verifier never imports this
+
+    X, depth, eps, ks, search, groups = args
+    m, mask = len(X), (1 << len(X)) - 1
+    out = []
+    for k in ks:
+        y = labels_of(k, m)
+        try:
+            record: dict[str, Any]
+            if groups is not None:
+                net = bump_net(X, y, groups, eps, depth)
+                record = {"folds": "bumps", "lnnet": to_dict(net)}
+            else:
+                net = build(_point_set(X, y), eps=eps, depth=depth, method="pma", classes=CLASSES)
+                record = {"folds": net.meta["folds"], "net": to_gadget(net)}
+        except InputError as e:
+            if groups is not None:
+                out.append({"labeling": k, "error": str(e)})
+                continue
+            net = None
+            if search is not None:
+                from ..search import find_net
+
+                net = find_net(_point_set(X, y), depth, eps, CLASSES, seed=k, **search)
+            if net is None:
+                out.append({"labeling": k, "error": str(e) if search is None else "none found"})
+                continue
+            record = {"folds": "search", "lnnet": to_dict(net)}
+        comp = k ^ mask
+        out.append(
+            {
+                "labeling": k,
+                **record,
+                "margins": [json_float(x) for x in _margins(net, X, y)],
+                "complement": {
+                    "labeling": comp,
+                    "margins": [
+                        json_float(x) for x in _margins(_swapped(net), X, labels_of(comp, m))
+                    ],
+                },
+            }
+        )
+    return out
+
+
+def shatter(
+    X: Sequence[Sequence[object]] | None,
+    depth: int,
+    eps: object = 0,
+    *,
+    out: str | os.PathLike[str] | None = None,
+    workers: int | None = None,
+    progress: Progress | None = None,
+    search: dict[str, int] | None = None,
+    groups: int | None = None,
+    scheduler: str | None = None,
+    resume: bool = False,
+    status: Callable[[ShatterSummary], None] | None = None,
+    chunk: int = CHUNK,
+) -> ShatterSummary:
+    """Build and certify a depth-``depth`` net for every labeling of ``X`` (``depth + 2`` points).
+
+    ``X`` defaults to :func:`~lncapacity.shatter.points.default_points`.  Writes the shattering
+    certificate to ``out`` (if given, and only if every labeling is certified).
+    Raises :class:`InputError` for bad parameters, or naming the first labeling
+    that cannot be realised.  With ``search`` (keyword arguments of
+    :func:`lncapacity.search.find_net`, e.g. ``{}``) ``X`` may have more points:
+    labelings the construction cannot do at this depth are searched for
+    numerically and certified, and the ones not found are listed in
+    ``summary.failures`` instead of raising.  With ``groups`` (LN-G, ``depth >= 1``) every
+    net is :func:`~lncapacity.shatter.nets.bump_net` with exactly ``groups`` groups of 3 per
+    layer, and ``X`` defaults to ``0, 1, ..., 2 groups`` (``2 groups + 1`` points:
+    proofs/ln_g_vc.md, Theorems 1, 2).
+
+    ``scheduler`` (``"local:N"`` or a Dask scheduler's address) runs the chunks (``chunk``
+    pairs of labelings each) on a Dask cluster (:mod:`lncapacity.cluster`) instead of the
+    process pool; the certificate is the same, byte for byte.  With ``resume`` the records
+    go to a journal ``out + ".part"`` kept when the run is interrupted; a new run with
+    ``resume`` re-certifies the journal's records
+    (:func:`~lncapacity.shatter.verify.verify_shatter`'s checks), keeps the longest correct
+    prefix and continues after it.  ``status`` is called with the
+    summary so far after each chunk.
+    """
+    if resume and out is None:
+        raise InputError("--resume needs an output file")
+    if not _is_int(chunk) or chunk < 1:
+        raise InputError(f"chunk must be a positive integer, got {shown(chunk)}")
+    if groups is not None:
+        if not _is_int(groups) or not 1 <= groups <= MAX_SHATTER_GROUPS:
+            raise InputError(
+                f"groups must be an integer from 1 to {MAX_SHATTER_GROUPS}, got {shown(groups)}"
+            )
+        if not _is_int(depth) or depth < 1:
+            raise InputError(f"LN-G shattering takes a depth >= 1, not {shown(depth)}")
+        if search is not None:
+            raise InputError("--search is for width-3 nets (ln3), not ln-g")
+        if X is None:
+            if 2 * groups + 1 > MAX_POINTS:
+                raise InputError(
+                    f"{groups} groups take {2 * groups + 1} points, beyond the limit of "
+                    f"{MAX_POINTS}"
+                )
+            X = [(fmpq(k),) for k in range(2 * groups + 1)]
+    if not _is_int(depth) or depth < 0:
+        raise InputError(f"depth must be a non-negative integer, got {shown(depth)}")
+    if depth + 2 > MAX_POINTS:
+        raise InputError(
+            f"depth {depth} takes {depth + 2} points, beyond the limit of {MAX_POINTS}"
+        )
+    try:
+        eps_q = epsilon(eps)
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    try:
+        points = default_points(depth) if X is None else [tuple(exact(v) for v in x) for x in X]
+    except (ValueError, TypeError) as e:
+        raise InputError(f"the points must have finite coordinates: {e}") from None
+    m = len(points)
+    if groups is None and m != depth + 2 and (search is None or m < depth + 2):
+        want = f"at least {depth + 2}" if search is not None else str(depth + 2)
+        raise InputError(f"shattering at depth {depth} takes {want} points, got {m}")
+    if m > MAX_POINTS:
+        raise InputError(
+            f"{m} points: 2^{m} labelings, beyond the limit of {MAX_POINTS} points (2^{MAX_POINTS})"
+        )
+    if len({len(x) for x in points}) != 1 or not points[0]:
+        raise InputError("the points must all have the same number (at least 1) of coordinates")
+    if len(set(points)) != m:
+        raise InputError("the points must be distinct")
+    if eps_q < 0:
+        raise InputError(f"eps must be >= 0, got {shown(eps)}")
+    summary = ShatterSummary(m, depth, 1 << m)
+    header = {
+        "format": FORMAT,
+        "generator": f"lncapacity {__version__}",
+        "points": [[format_rational(v) for v in x] for x in points],
+        "input_dim": len(points[0]),
+        "eps": format_rational(eps_q),
+        "depth": depth,
+        "labelings": 1 << m,
+        "classes": list(CLASSES),
+    }
+    if groups is not None:
+        header["groups"] = groups
+    imap = _imap(scheduler)
+    first = 0  # the first labeling to compute (after a journal's records)
+    journal = None if not resume or out is None else _journal_path(out)
+    pool = workers or os.cpu_count() or 1
+    if journal is not None:
+        first = _resume(journal, header, summary, pool, imap)
+    canonical = range(first, 1 << m, 2)  # point 0 labelled 0; the complement has it 1
+    tasks = (
+        (points, depth, eps_q, list(canonical[i : i + chunk]), search, groups)
+        for i in range(0, len(canonical), chunk)
+    )
+    start = time.perf_counter()
+    chunks = -(-len(canonical) // chunk)
+    pool = min(pool, max(chunks, 1))
+    writer = _writer(out, journal)
+    with writer as (write, discard), closing(imap(_shatter_chunk, tasks, pool)) as results:
+        if first == 0:
+            write(header)
+        for records in results:
+            for rec in records:
+                if "error" in rec:
+                    if search is not None:
+                        summary.failures += [rec["labeling"], rec["labeling"] ^ ((1 << m) - 1)]
+                        continue
+                    bits = "".join(map(str, labels_of(rec["labeling"], m)))
+                    raise InputError(f"labeling {bits} (point i has digit i): {rec['error']}")
+                summary.folds[rec["folds"]] += 2
+                for k, margins in (
+                    (rec["labeling"], rec["margins"]),
+                    (rec["complement"]["labeling"], rec["complement"]["margins"]),
+                ):
+                    _tally(summary, k, margins)
+                write(rec)
+            if progress:
+                progress(summary.certified + len(summary.failures), summary.labelings)
+            if status:
+                status(summary)
+        summary.seconds = time.perf_counter() - start
+        write({"summary": summary.to_dict()})
+        if not summary.all_certified:
+            discard()
+    return summary
