@@ -187,6 +187,9 @@ def _summary(
         # "torch-float32" when PyTorch is installed
         "float": {
             c.backend: {
+                # points whose float prediction is their label ("agree": the same count, by
+                # its older name, kept for the scripts that read it)
+                "right": c.agree,
                 "agree": c.agree,
                 "total": c.total,
                 "min_margin": json_float(c.min_margin),
@@ -322,7 +325,7 @@ def _text(s: dict[str, Any]) -> str:
             else f", max {ulps:.3g} ulp from exact"
             + ("" if abs_err is None else f" (|error| <= {abs_err:.3g})")
         )
-        lines.append(f"{name}: {c['agree']}/{c['total']} agree, min margin {margin}{dist}{flag}")
+        lines.append(f"{name}: {c['agree']}/{c['total']} right, min margin {margin}{dist}{flag}")
     if s.get("torch_skipped"):
         lines.append("torch-float64, torch-float32: skipped (PyTorch is not installed)")
     for key in ("net", "certificate"):
