@@ -130,8 +130,8 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
     trained (``strategy="train"``), and certified on them.
 
     ``"construct"``: the width-3 LN-Net of the exact construction (by default the ``runs``
-    refinement of the Projection Merge Algorithm; seed 000): right on every distinct training
-    point whatever the labels (random ones too), at a depth that grows with the number of
+    refinement of the Projection Merge Algorithm of Ni et al. 2024): right on every distinct
+    training point whatever the labels (random ones too), at a depth that grows with the number of
     label runs (hundreds of layers on digits, where its floats fail; see the guide's "when to
     use which").  ``"train"``: an LN-Net of ``width`` and ``depth`` layers trained with Adam in
     PyTorch (:func:`lncapacity.train.train`; PyTorch needed), read exactly: shallow, and on

@@ -131,7 +131,9 @@ print("closed form:", closed, "| SymPy:", sp.nsimplify(symbolic))
 # The slides: for $g \le d/3$ the ratio $H(\text{LN-G}) / H(\text{LN}) \ge 1$, and $\ge d/8$
 # at $g = d/4$. Precisely (proofs/ln_g_hessian.md): if $\varepsilon = 0$, $g$ divides $d$,
 # each group has $k \ge 3$ features and none is constant, then for **every** input
+#
 # $$\frac{H(\text{LN-G}; x)}{H(\text{LN}; x)} \ge \frac{g (d - 2g)}{d - 2},$$
+#
 # with equality when all groups have the same spread and mean. Below, $d = 24$: the exact
 # ratio at 30 seeded inputs per $g$ (Gaussian, sparse, and spread-matched ones, the last
 # near the bound), never below it.

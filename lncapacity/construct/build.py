@@ -1,6 +1,6 @@
 """Assemble a certified-by-construction binary LN-Net from a point set.
 
-Pipeline (seed 000; note math.md sections 2-3): project to a line
+Pipeline (Algorithm 1 of Ni et al. 2024, and its refinements): project to a line
 (:mod:`.project`), fold until at most two label runs remain (:mod:`.runfold`,
 one run fewer per layer, or the paper's :mod:`.pma`),
 optionally pad to an exact depth with injective layers, then read out with a
@@ -24,11 +24,11 @@ from ..errors import InputError
 from ..fileformat import MAX_DEPTH, read_vector
 from ..model import Affine, Label, LNNet
 from ..version import __version__
-from .circle import CIRCLE_META, OBJECTIVES, Handoff, build_circle  # method "circle" (issue 18)
+from .circle import CIRCLE_META, OBJECTIVES, Handoff, build_circle  # method "circle"
 from .circle.beam import past
 from .fold import Chain, FoldStep, exact_float, fold_layer, reversal
-from .groups import build_ln_g  # arch "ln-g" (issue 30)
-from .groups_deep import build_ln_g_deep  # arch "ln-g", depth 2 and more (issue 30, part 3)
+from .groups import build_ln_g  # arch "ln-g", depth 1
+from .groups_deep import build_ln_g_deep  # arch "ln-g", depth 2 and more
 from .multiclass import envelope, merge_runs_k, pma_k
 from .peel import merge_peel
 from .pma import Progress, order_groups, pma, power_of_two_near
@@ -122,8 +122,8 @@ def build(
     the circle search for two classes may take (``auto``: after ``runs``, default
     :func:`auto_budget`; ``circle``: default no limit; 0: no search; three or more classes:
     not limited).  The net depends on the machine's speed only when the search is cut
-    short by it.  At most ``m - 2`` layers for ``m``
-    distinct points (seed 000, Theorem).  ``exact=True`` (with ``method="pma"``, two
+    short by it.  At most ``m - 2`` layers for ``m`` distinct points (Ni et al. 2024;
+    proofs/depth_and_padding.md).  ``exact=True`` (with ``method="pma"``, two
     classes): the paper's algorithm to the letter, fold centres at the true midpoints
     (algebraic numbers, :mod:`.exact`, proofs/exact_merges.md), so merged values are equal.
     ``arch``: ``"ln3"`` (the default: everything above) or ``"ln-g"``: depth 1, one
