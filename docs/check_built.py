@@ -3,9 +3,9 @@
 A strict Sphinx build (``-W -n``) passes when a ``$$`` block sits inside a paragraph:
 MyST then leaves the dollars and the TeX as text, and the page shows ``$$\\frac{...``
 with its words run together.  This script reads every HTML page of a build and reports
-text, outside rendered maths (elements of class ``math``), code, preformatted blocks,
-scripts and styles, that holds TeX: a ``$$``, a control word such as ``\\varepsilon``, or a
-``$...$`` span with a backslash, a brace, ``^`` or ``_`` in it.
+text, outside rendered maths (elements of class ``math``), code (``code``, ``pre``, and
+Sphinx's ``span.pre``), scripts and styles, that holds TeX: a dollar sign (a maths
+delimiter MyST did not take) or a control word such as ``\\varepsilon``.
 
     python docs/check_built.py docs/_build/html
 
@@ -22,11 +22,10 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 RAW_TEX = re.compile(
-    r"\$\$"  # a display-maths delimiter left as text
+    r"\$"  # a maths delimiter left as text (prose has no dollar signs; commands are code)
     r"|\\[A-Za-z]{2,}"  # a control word: \frac, \varepsilon, \mathbb, ...
-    r"|\$[^$\s][^$]*?[\\{}^_][^$]*?\$"  # inline maths left as text
 )
-"""TeX in a page's text: a ``$$``, a control word, or ``$...$`` with TeX syntax in it."""
+"""TeX in a page's text: a dollar sign or a control word."""
 
 SKIPPED_TAGS = {"script", "style", "pre", "code", "kbd", "samp", "tt", "textarea"}
 """Elements whose text is code, not prose (their TeX, if any, is meant to show)."""
@@ -47,7 +46,7 @@ class _Text(HTMLParser):
         if tag in {"br", "img", "hr", "input", "meta", "link", "wbr", "col", "source"}:
             return  # void elements have no end tag
         classes = (dict(attrs).get("class") or "").split()
-        hidden = tag in SKIPPED_TAGS or "math" in classes or "headerlink" in classes
+        hidden = tag in SKIPPED_TAGS or not {"math", "pre", "headerlink"}.isdisjoint(classes)
         self.stack.append(hidden or bool(self.stack and self.stack[-1]))
 
     def handle_endtag(self, tag: str) -> None:
@@ -64,9 +63,7 @@ def findings(page: Path) -> list[str]:
     parser = _Text()
     parser.feed(page.read_text(encoding="utf-8"))
     text = " ".join(" ".join(parser.chunks).split())
-    return [
-        text[max(0, m.start() - 40) : m.end() + 40].strip() for m in RAW_TEX.finditer(text)
-    ]
+    return [text[max(0, m.start() - 40) : m.end() + 40].strip() for m in RAW_TEX.finditer(text)]
 
 
 def check(html: Path) -> dict[str, list[str]]:
