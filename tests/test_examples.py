@@ -175,6 +175,21 @@ def update(page: Path, tmp: Path) -> bool:
     return changed
 
 
+@pytest.mark.parametrize("page", ["README.md", "docs/index.md", "docs/cli/index.md"])
+def test_the_front_pages_name_every_command(page: str) -> None:
+    from lncapacity.cli import build_parser
+
+    text = (ROOT / page).read_text(encoding="utf-8")
+    missing = [
+        c for c in build_parser().commands if not re.search(rf"`(lncapacity )?{c}[` ]", text)
+    ]
+    assert not missing, f"{page} does not name {missing}"
+
+
+def test_the_readme_fits_a_front_page() -> None:
+    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 200
+
+
 if __name__ == "__main__":
     import tempfile
 
