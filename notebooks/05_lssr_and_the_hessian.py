@@ -26,8 +26,8 @@
 #
 # `lncapacity.theory` computes both exactly or with certified bounds
 # (proofs/lssr.md, proofs/ln_g_hessian.md). The proposition holds under precise assumptions
-# (stated in proofs/ln_g_hessian.md); this notebook shows it where it holds and the counterexamples where
-# they fail.
+# (stated in proofs/ln_g_hessian.md); this notebook shows it where they hold and the
+# counterexamples where they fail.
 
 # %%
 # %matplotlib inline
