@@ -145,6 +145,8 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
     exact net, and ``predict`` runs a float backend only where the certificate shows it
     faithful on the training points.
 
+    The parameters are stored unvalidated, as scikit-learn requires; ``fit`` checks them.
+
     Parameters
     ----------
     eps
@@ -180,8 +182,6 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
         Adam steps at most.
     verbose
         Say what ``fit`` does, on stderr.
-
-    The parameters are stored unvalidated, as scikit-learn requires; ``fit`` checks them.
 
     Attributes
     ----------

@@ -81,7 +81,7 @@ def _nearest(word: str, candidates: Sequence[str]) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     """argparse, suggesting the nearest choice for a mistyped command or choice.
 
     (Python 3.14's ``suggest_on_error``; the subparsers are of this class too.)
@@ -97,9 +97,9 @@ class _Parser(argparse.ArgumentParser):
         super().error(message)
 
 
-def build_parser() -> _Parser:
+def build_parser() -> Parser:
     """The whole command line: every command's subparser runs its command (``handler``)."""
-    p = _Parser(
+    p = Parser(
         prog="lncapacity",
         description="Certified LayerNorm networks (Ni et al., ICML 2024): build, certify, verify.",
     )
