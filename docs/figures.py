@@ -2,8 +2,8 @@
 
 Writes PNG files to ``docs/_static/figures/`` (committed; the build does not run this):
 
-* ``fold_maps.png`` (the methods): a ``runs`` net on 8 alternating points, each layer's map
-  with its centre and fold point (:func:`lncapacity.plot.fold_maps`);
+* ``fold_maps.png`` (the methods): a ``runs`` net on 8 alternating points, the first and the
+  last layer's map with its centre and fold point (:func:`lncapacity.plot.fold_maps`);
 * ``ladder_rank.png`` (the methods, ``pma``): the ``pma`` net on the same points, every
   point's place through the layers, merges drawn as lines that meet
   (:func:`lncapacity.plot.ladder`, rank mode);
@@ -51,9 +51,11 @@ def save(fig: object, name: str) -> None:
 def methods() -> None:
     X, y = alternating(8)
     runs = lncapacity.build(X, y, method="runs")
-    save(plot.fold_maps(runs, X, y), "fold_maps.png")
+    save(plot.fold_maps(runs, X, y, layers=[1, runs.depth]), "fold_maps.png")
     pma = lncapacity.build(X, y, method="pma")
-    save(plot.ladder(pma, X, y, mode="rank"), "ladder_rank.png")
+    ladder = plot.ladder(pma, X, y, mode="rank")
+    ladder.set_size_inches(9, 5.6)  # the article's width: the labels stay legible
+    save(ladder, "ladder_rank.png")
     circle = lncapacity.build(X, y, method="circle")
     save(plot.circles(circle, X, y), "circles.png")
 
