@@ -91,6 +91,8 @@ class Parser(argparse.ArgumentParser):
     """The subparsers by command name (set by :func:`build_parser`)."""
 
     def error(self, message: str) -> NoReturn:
+        """The usage and ``message`` on stderr, with the nearest choice if one was mistyped;
+        exit 2."""
         typo = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
         if typo:
             message += _nearest(typo[1], re.findall(r"'([^']*)'", typo[2]))
