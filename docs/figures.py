@@ -101,7 +101,7 @@ def capacity() -> None:
         if digits.isdigit() and not net.startswith("linear"):
             rows.setdefault((k, net), []).append((m, int(digits)))
     with plt.rc_context(SLIDE):
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), layout="constrained", sharey=True)
+        fig, axes = plt.subplots(1, 2, figsize=(8.5, 4.3), layout="constrained", sharey=True)
         for ax, k in zip(axes, (2, 10), strict=True):
             nets = [n for kk, n in rows if kk == k]
             for colour, net in zip(OKABE_ITO, nets, strict=False):
@@ -110,7 +110,8 @@ def capacity() -> None:
                 ax.loglog(ms, ps, color=colour, label=net, **style)
             ax.set(title=f"{k} classes", xlabel="points m (random labels in R^3)")
         axes[0].set_ylabel("parameters of the certified net")
-        axes[1].legend(loc="upper left", fontsize=9)
+        handles, labels = axes[1].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=10)
         save(fig, "capacity.png")
         plt.close(fig)
 
