@@ -4,7 +4,8 @@ Every ``$ lncapacity ...`` line in a fenced block of README.md or docs/**/*.md i
 order per file, in a fresh folder holding ``examples/`` (and ``xor.lnnet.json``, which some
 pages start from), and its output is compared with the lines under it, times aside
 (``0.5 s``).  A block's output may stop at a line ``...`` (the rest is left out); a command
-with no output under it and a ``# comment`` after it must only succeed.
+with no output under it and a ``# comment`` after it must only succeed.  The ``python``
+blocks of the README and getting started run as written.
 
 After a change of output, ``python tests/test_examples.py`` writes the new output into the
 pages (it leaves shortened and omitted outputs, and outputs that differ in their times only,
@@ -173,6 +174,23 @@ def update(page: Path, tmp: Path) -> bool:
     changed = text != page.read_text(encoding="utf-8")
     page.write_text(text, encoding="utf-8")
     return changed
+
+
+def python_blocks(page: Path) -> list[str]:
+    """The ```python blocks of a page."""
+    return re.findall(r"^```python\n(.*?)^```$", page.read_text(encoding="utf-8"), re.M | re.S)
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/getting-started.md"])
+def test_the_python_examples_run(
+    page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The front pages' Python examples run as written (in a folder of their own)."""
+    blocks = python_blocks(ROOT / page)
+    assert blocks, page
+    monkeypatch.chdir(tmp_path)
+    for code in blocks:
+        exec(compile(code, f"{page} (python block)", "exec"), {})
 
 
 @pytest.mark.parametrize("page", ["README.md", "docs/index.md", "docs/cli/index.md"])
