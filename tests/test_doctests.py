@@ -15,6 +15,9 @@ import pytest
 ENTRY_POINTS = {
     "lncapacity": None,  # the package's own example
     "lncapacity.build": None,
+    "lncapacity.certify.certify": None,  # and verifying a saved net, as `lncapacity verify`
+    "lncapacity.shatter.run.shatter": None,
+    "lncapacity.shatter.verify.verify_shatter": None,
     "lncapacity.classifier.LNNetClassifier": "sklearn",
     "lncapacity.train.train": "torch",
 }
