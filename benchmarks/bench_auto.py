@@ -15,8 +15,8 @@ target marked met or missed:
   at most twice ``runs``' in CPU seconds of the process (what the budget counts; measured
   in the same process, one after the other; the wall-clock times are shown too).
 
-Every net is certified and checked in float64; the load (``os.getloadavg``) is printed
-with the table: the budget counts the process's CPU time (``time.process_time``), the
+Every net is certified and checked in float64; the load (``os.getloadavg``) is recorded
+under the table: the budget counts the process's CPU time (``time.process_time``), the
 table's times are wall-clock, and the machine may be shared.
 
     python benchmarks/bench_auto.py                      # everything (~15 min on 2 cores)
@@ -27,7 +27,6 @@ table's times are wall-clock, and the machine may be shared.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
 from typing import Any
@@ -145,9 +144,6 @@ def main() -> None:
                 lambda rows: f"{cost(rows):.2f} x ({rows[0][6]:.1f} / {rows[0][5]:.1f} CPU s)",
                 lambda rows: cost(rows) <= 2,
             )
-    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
-    out("")
-    out(f"Load average (1, 5, 15 min) at the end: {load}, on {os.cpu_count()} cores.")
     md.save()
 
 

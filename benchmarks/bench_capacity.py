@@ -24,7 +24,6 @@ depth about m/2, hours) and, with more than two classes, from ``--ln3-multiclass
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
 from markdown_table import Markdown, add_option
@@ -79,12 +78,11 @@ def main() -> None:
     add_option(ap)
     args = ap.parse_args()
     MD.path = args.markdown
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     out("### Certified nets for random labels: LN (width 3) against LN-G")
     out()
     out(
         f"Random points in R^3, uniformly random labels (seed {args.seed}); time = build + "
-        f"certify, seconds (load average {load:.1f} at the start: measured under load). "
+        "certify, seconds. "
         "Width and groups are totals over the layers; parameters count every weight and bias. "
         "The counting bound (proofs/ln_rank.md, Proposition 4) is the fewest 64-bit "
         "parameters an architecture memorising every labeling can have; the linear model's "
@@ -133,9 +131,6 @@ def main() -> None:
                 for row in rk["layers"]
             ]
             out(f"| {rk['m']:,} | {name} | " + " | ".join(cells) + " |")
-    if hasattr(os, "getloadavg"):
-        out()
-        out(f"Load average at the end: {os.getloadavg()[0]:.1f}.")
     MD.save()
 
 

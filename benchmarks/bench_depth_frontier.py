@@ -32,7 +32,6 @@ import contextlib
 import functools
 import json
 import math
-import os
 import statistics
 import sys
 import time
@@ -287,8 +286,6 @@ def main() -> None:
         if r["m"] in args.sizes and r["seed"] < args.seeds:
             rows.setdefault(r["m"], []).append(r)
     md = Markdown(args.markdown)
-    load = os.getloadavg()[0]
-    md.add(f"Load average when the table was printed: {load:.1f} (2 cores, shared).\n")
     table(rows, md)
     growth = {key: exponent(rows, key) for key in ("depth", "faithful")}
     if growth["depth"] is not None and growth["faithful"] is not None:

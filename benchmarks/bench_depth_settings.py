@@ -15,7 +15,6 @@ certify (the readout follows them).  Each setting is one run of the deterministi
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 
@@ -62,7 +61,6 @@ def main() -> None:
     add_option(parser)
     args = parser.parse_args()
     md = Markdown(args.markdown)
-    md.add(f"Load average at the start: {os.getloadavg()[0]:.1f} (2 cores, shared).\n")
     md.out("| m | beam | gap weight (LAMBDA) | depth | / (m - 2) | CPU s |")
     md.out("|---|---|---|---|---|---|")
     for s in args.settings:

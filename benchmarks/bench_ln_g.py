@@ -1,9 +1,9 @@
-"""LN-G at depth 1 (issue 30, part 2): ``build(..., arch="ln-g")`` at scale.
+"""LN-G at depth 1: ``build(..., arch="ln-g")`` at scale.
 
-The target table (issue 30, "Targets"): for random points in R^3 (standard normal, ``k``
+The target table: for random points in R^3 (standard normal, ``k``
 random labels, every class present), per row the time of each phase (wall seconds, with the
 CPU seconds of this process and its workers in brackets: on a shared machine the wall time
-also measures the load, printed with the table): ``build``, the library's ``certify`` (the
+also measures the load, printed under the table): ``build``, the library's ``certify`` (the
 grouped interval pass in balls, proofs/interval_rounding.md), and the NumPy and PyTorch
 float backends in float64 and float32 (points right of ``m``); the peak resident memory of
 the row (each row runs in a process of its own, with its workers); and the target: build +
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -173,10 +172,6 @@ def _right(r: dict, backend: str) -> str:
     return f"{r[backend + ' right']}/{r['m']}" if backend + " right" in r else "-"
 
 
-def _load() -> str:
-    return " ".join(f"{v:.1f}" for v in os.getloadavg())
-
-
 def target_table(rows: str, floats_up_to: int, md: Markdown) -> None:
     header = (
         "| m | k | groups | width | build s | certify s | certified (margin >=) "
@@ -186,7 +181,6 @@ def target_table(rows: str, floats_up_to: int, md: Markdown) -> None:
     lines = [header, "|---" * 14 + "|"]
     print(header, flush=True)
     print(lines[1], flush=True)
-    load = [_load()]
     for spec in rows.split(","):
         m, k = map(int, spec.split(":"))
         run = subprocess.run(
@@ -196,7 +190,6 @@ def target_table(rows: str, floats_up_to: int, md: Markdown) -> None:
             check=True,
         )
         r = json.loads(run.stdout.strip().splitlines()[-1])
-        load.append(_load())
 
         every = "float64" in r and all(
             r.get(b + " right", m) == m for b in ("float64", "torch-float64")
@@ -237,13 +230,10 @@ def target_table(rows: str, floats_up_to: int, md: Markdown) -> None:
         line = "| " + " | ".join(cells) + " |"
         print(line, flush=True)
         lines.append(line)
-    note = (
-        f"\nWall seconds (CPU seconds of the process and its workers). Load average "
-        f"(1, 5, 15 min) before and after each row: {'; '.join(load)}."
-    )
+    note = "\nWall seconds (CPU seconds of the process and its workers)."
     print(note)
     for line in (
-        "Depth-1 LN-G nets on random points in R^3 (issue 30's targets): time per phase, "
+        "Depth-1 LN-G nets on random points in R^3, each row against a target: time per phase, "
         "points right, peak memory of the row.",
         "",
         *lines,

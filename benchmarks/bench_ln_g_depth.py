@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import time
 
 import numpy as np
@@ -82,7 +81,6 @@ def main() -> None:
     lines = [head, "|---" * 17 + "|"]
     for line in lines:
         print(line)
-    load = os.getloadavg()[0]
 
     def emit(line: str) -> None:
         print(line, flush=True)
@@ -98,10 +96,7 @@ def main() -> None:
         X, y = digits()
         for depth in depths:
             emit(row("digits", X, y, depth, a.eps))
-    note = (
-        f"\nLoad average at the start: {load:.1f} (a shared machine: times are under load). "
-        "Margins: proved at least (7/16) sqrt 6 = 1.072 (proofs/ln_g_depth.md, Theorem 3)."
-    )
+    note = "\nMargins: proved at least (7/16) sqrt 6 = 1.072 (proofs/ln_g_depth.md, Theorem 3)."
     print(note)
     for line in [*lines, note]:
         md.add(line)

@@ -25,7 +25,6 @@ the table); the next rows still run and the table is written.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import time
 import warnings
@@ -92,7 +91,6 @@ def row(name: str, model: str, folds: int, first: int | None = None) -> tuple[st
                 score = float(pipe.score(X[test], y[test]))
             fit_times.append(t1 - t0)
             scores.append(score)
-            LOADS.append(_load())
             last.append(pipe[-1])
             extra = ""
             if isinstance(pipe[-1], LNNetClassifier):
@@ -127,14 +125,6 @@ def row(name: str, model: str, folds: int, first: int | None = None) -> tuple[st
     return (name, model, acc, fit, certified, depth, backend)
 
 
-LOADS: list[float] = []
-"""The 1-minute load average read after each fold (the note gives its range)."""
-
-
-def _load() -> float:
-    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-
-
 def _interrupt(signo: int, _frame: object) -> None:
     raise KeyboardInterrupt(signo)
 
@@ -163,13 +153,10 @@ def main() -> None:
         for model in models:
             rows.append(row(name, model, args.folds, args.first))
             print(" | ".join(rows[-1]), flush=True)
-    LOADS.append(_load())
     scope = f"the first {args.first} folds of " if args.first else ""
     note = (
         f"{scope}{args.folds}-fold stratified cross-validation (shuffled, seed 0), StandardScaler "
-        f"first; {time.perf_counter() - start:.0f} s in all, load average {min(LOADS):.1f} to "
-        f"{max(LOADS):.1f} (read after each fold) on {os.cpu_count()} cores (fit times under "
-        "that load)"
+        f"first; {time.perf_counter() - start:.0f} s in all"
     )
     if any("stopped" in r[1] for r in rows):
         note += "; rows marked stopped were ended by an interrupt (figures of the folds done)"

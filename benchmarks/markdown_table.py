@@ -1,8 +1,9 @@
 """``--markdown PATH``: a benchmark's table as a Markdown file for the manual (docs/tables/).
 
-The file starts with a line saying which command produced it, at which commit of
-lncapacity and on how many cores, so that a table in the manual is the output of a
-named run, never retyped.  Not a benchmark itself (no ``bench_`` prefix).
+The file ends with one line saying which command produced it, at which commit of
+lncapacity, when, on how many cores and under what load, so that a table in the manual
+is the output of a named run, never retyped.  Not a benchmark itself (no ``bench_``
+prefix).
 """
 
 from __future__ import annotations
@@ -46,12 +47,18 @@ def _commit() -> str:
     return f"commit `{head}`" + (" with local changes" if dirty else "")
 
 
+def _load() -> str:
+    """The 1-minute load average, or a question mark where the system has none."""
+    return f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "?"
+
+
 class Markdown:
-    """Collects Markdown lines; :meth:`save` writes them under a provenance line."""
+    """Collects Markdown lines; :meth:`save` writes them over a provenance line."""
 
     def __init__(self, path: str | None) -> None:
         self.path = path
         self.lines: list[str] = []
+        self.load_at_start = _load()
 
     def add(self, line: str = "") -> None:
         self.lines.append(line)
@@ -86,11 +93,12 @@ class Markdown:
         except ValueError:
             script_name = script.name
         command = shlex.join(["python", script_name, *shown])
-        head = (
-            f"*Generated* by `{command}` at {_commit()} (lncapacity {__version__}), "
-            f"{datetime.date.today().isoformat()}, on {os.cpu_count()} cores. "
-            "Times are wall-clock seconds on that machine.\n"
+        provenance = (
+            f"*Measured* by `{command}` at {_commit()} (lncapacity {__version__}), "
+            f"{datetime.date.today().isoformat()}, on {os.cpu_count()} cores, load average "
+            f"{self.load_at_start} at the start and {_load()} at the end; times are wall-clock "
+            "seconds."
         )
-        text = "\n".join([head, *self.lines]).rstrip("\n") + "\n"
+        text = "\n".join([*self.lines, "", provenance]).strip("\n") + "\n"
         Path(self.path).write_text(text, encoding="utf-8")
         print(f"wrote {self.path}", file=sys.stderr)

@@ -11,9 +11,10 @@ inequalities with those weights gives ``0 >= 1``.
 an exact simplex method and returns the rational separator or the rational
 witness, each checked by exact arithmetic.  Example: the labeling ``0, 1, 0`` of
 the collinear points ``0, 1, 2`` has the witness ``(1/4, 1/2, 1/4)``, so no
-LayerNorm-free net separates it, while one LayerNorm layer does (seed 000).
-A BatchNorm layer at inference, with its statistics fixed, is an affine map
-(seed 003), so inserting it changes nothing here (proofs/affine_contrast.md).
+LayerNorm-free net separates it, while one LayerNorm layer does (Ni, Guo, Jia and
+Huang, "On the Nonlinearity of Layer Normalization", ICML 2024).  A BatchNorm layer
+at inference, with its statistics fixed, is an affine map, so inserting it changes
+nothing here (proofs/affine_contrast.md).
 """
 
 from __future__ import annotations

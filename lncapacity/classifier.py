@@ -130,8 +130,8 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
     trained (``strategy="train"``), and certified on them.
 
     ``"construct"``: the width-3 LN-Net of the exact construction (by default the ``runs``
-    refinement of the Projection Merge Algorithm; seed 000): right on every distinct training
-    point whatever the labels (random ones too), at a depth that grows with the number of
+    refinement of the Projection Merge Algorithm of Ni et al. 2024): right on every distinct
+    training point whatever the labels (random ones too), at a depth that grows with the number of
     label runs (hundreds of layers on digits, where its floats fail; see the guide's "when to
     use which").  ``"train"``: an LN-Net of ``width`` and ``depth`` layers trained with Adam in
     PyTorch (:func:`lncapacity.train.train`; PyTorch needed), read exactly: shallow, and on
@@ -145,33 +145,83 @@ class LNNetClassifier(*_BASES):  # type: ignore[misc]
     exact net, and ``predict`` runs a float backend only where the certificate shows it
     faithful on the training points.
 
-    Parameters (stored unvalidated, as scikit-learn requires; checked by ``fit``):
-    ``eps`` LayerNorm epsilon of a built net (exact, >= 0; a trained net has torch's 1e-5);
-    ``depth`` ("construct": pad to exactly this many LayerNorm layers, ``None``: as few as
-    the construction needs; "train": the number of layers, ``None``: 1); ``method`` the
-    construction (``"auto"``, ``"runs"``, ``"circle"``, ``"peel"`` or the paper's ``"pma"``:
-    see :func:`~lncapacity.build`); ``seed`` deprecated, use ``random_state`` (a
-    ``FutureWarning``); ``backend`` of ``predict`` (``"auto"``, the default: ``"float64"``,
-    else ``"float32"``, whichever predicts what the exact net does on every training point,
-    else ``"exact"`` with a :class:`FloatFaithfulnessWarning`; or ``"float64"``,
-    ``"float32"``, ``"torch-float64"``, ``"torch-float32"``, ``"exact"``; a torch backend
-    needs PyTorch); ``strategy`` ``"construct"`` or ``"train"``; ``width`` of a trained net's
-    layers; ``groups`` > 1: a trained net's layers are ``GroupNorm(groups, width)`` (LN-G);
-    ``max_depth`` a cap: ``fit`` raises ``ValueError`` rather than return a deeper net
-    (``None``: no cap); ``random_state`` an int (or ``None``, or a NumPy ``RandomState``, as
-    in scikit-learn) seeding the construction's projection or the training's initial
-    weights; ``max_iter`` Adam steps at most; ``verbose`` what fit does, on stderr.
+    The parameters are stored unvalidated, as scikit-learn requires; ``fit`` checks them.
 
-    Fitted attributes: ``net_`` (the exact :class:`~lncapacity.model.LNNet`), ``backend_``
-    (the backend ``predict`` runs), ``certificate_``
-    (:class:`~lncapacity.certify.verdicts.Certificate` on the distinct training points),
-    ``certified_fraction_`` (the fraction of them certainly right), ``verdicts_`` (per
-    training row: ``"right"``, ``"wrong"`` or ``"undecided"``),
-    ``float_faithful_`` (``{"float64": bool, "float32": bool}``: whether that backend
-    predicts the exact net's class on every training point), ``depth_`` (LayerNorm layers),
-    ``method_`` (the construction, or ``"train"``), ``n_iter_`` (Adam steps; 0 when built),
-    ``classes_``, ``n_features_in_`` (and ``feature_names_in_`` when fitted on a table with
-    string column names, through scikit-learn).
+    Parameters
+    ----------
+    eps
+        LayerNorm's epsilon of a built net (exact, ``>= 0``; a trained net has PyTorch's
+        ``1e-5``).
+    depth
+        ``"construct"``: pad to exactly this many LayerNorm layers (``None``: as few as the
+        construction needs); ``"train"``: the number of layers (``None``: 1).
+    method
+        The construction: ``"auto"``, ``"runs"``, ``"circle"``, ``"peel"`` or the paper's
+        ``"pma"`` (see :func:`~lncapacity.build`).
+    seed
+        Deprecated: use ``random_state`` (a ``FutureWarning``).
+    backend
+        The backend of ``predict``: ``"auto"`` (the default: ``"float64"``, else
+        ``"float32"``, whichever predicts what the exact net does on every training point,
+        else ``"exact"`` with a :class:`FloatFaithfulnessWarning`), or ``"float64"``,
+        ``"float32"``, ``"torch-float64"``, ``"torch-float32"``, ``"exact"`` (a torch backend
+        needs PyTorch).
+    strategy
+        ``"construct"`` or ``"train"``.
+    width
+        The width of a trained net's layers.
+    groups
+        ``> 1``: a trained net's layers are ``GroupNorm(groups, width)`` (LN-G).
+    max_depth
+        A cap: ``fit`` raises ``ValueError`` rather than return a deeper net (``None``: no
+        cap).
+    random_state
+        An int (or ``None``, or a NumPy ``RandomState``, as in scikit-learn) seeding the
+        construction's projection or the training's initial weights.
+    max_iter
+        Adam steps at most.
+    verbose
+        Say what ``fit`` does, on stderr.
+
+    Attributes
+    ----------
+    net_
+        The exact :class:`~lncapacity.model.LNNet`.
+    backend_
+        The backend ``predict`` runs.
+    certificate_
+        The :class:`~lncapacity.certify.verdicts.Certificate` on the distinct training points.
+    certified_fraction_
+        The fraction of them certainly right.
+    verdicts_
+        Per training row: ``"right"``, ``"wrong"`` or ``"undecided"``.
+    float_faithful_
+        ``{"float64": bool, "float32": bool}``: whether that backend predicts the exact
+        net's class on every training point.
+    depth_
+        LayerNorm layers.
+    method_
+        The construction, or ``"train"``.
+    n_iter_
+        Adam steps (0 when built).
+    classes_
+        The classes, sorted, as in scikit-learn.
+    n_features_in_
+        As in scikit-learn (and ``feature_names_in_`` when fitted on a table with string
+        column names).
+
+    Examples
+    --------
+    >>> from lncapacity import LNNetClassifier
+    >>> X = [[0, 0], [0, 1], [1, 0], [1, 1]]
+    >>> y = [0, 1, 1, 0]
+    >>> clf = LNNetClassifier().fit(X, y)
+    >>> clf.predict(X).tolist(), clf.depth_, clf.method_
+    ([0, 1, 1, 0], 1, 'runs')
+    >>> clf.certified_fraction_, clf.backend_, clf.verdicts_.tolist()
+    (1.0, 'float64', ['right', 'right', 'right', 'right'])
+    >>> clf.score(X, y)
+    1.0
     """
 
     def __init__(

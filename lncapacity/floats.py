@@ -346,6 +346,7 @@ class FloatCheck:
 
     backend: str
     agree: int
+    """How many points the backend classifies right (its prediction is the point's label)."""
     total: int
     min_margin: float
     """``min_k (z[label_k] - max_{j != label_k} z[j])`` in the backend; negative if any point is

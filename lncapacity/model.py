@@ -1,6 +1,7 @@
 """The LN-Net: affine maps alternating with LayerNorm, and nothing else.
 
-An LN-Net with ``L`` LayerNorm layers computes (seed 000; note math.md section 1)::
+An LN-Net with ``L`` LayerNorm layers computes (Ni, Guo, Jia and Huang, "On the
+Nonlinearity of Layer Normalization", ICML 2024)::
 
     h_0 = x,   h_l = g_l * LN(W_l h_{l-1} + b_l) + beta_l  (l = 1..L),   z = R h_L + r,
 

@@ -97,16 +97,62 @@ def train(
     verbose: bool = False,
     progress: Progress | None = None,
 ) -> TrainResult:
-    """Train an LN-Net of ``depth`` normalisation layers of ``width`` on ``(X, y)``.
+    """Train an LN-Net of ``depth`` normalisation layers of ``width`` on ``(X, y)`` with Adam
+    (PyTorch, float32), and read it exactly.
 
-    ``X`` is a :class:`~lncapacity.data.PointSet` (then ``y`` is omitted) or points with
-    labels ``y``, read as :func:`lncapacity.points_from_arrays` reads them (equal rows with
-    equal labels merged); see the module doc for the architecture, the stopping rule and
-    determinism.  ``groups > 1``: each layer is a ``GroupNorm(groups, width)`` (LN-G), so
-    ``width`` must be a multiple of ``groups`` with groups of at least 2.  ``verbose`` prints
-    the loss and training accuracy to stderr every 100 steps; ``progress(done, total)`` is
-    called as steps are taken.  Bad parameters raise :class:`~lncapacity.errors.InputError`
-    before the data is read.
+    See the module doc for the architecture, the stopping rule and determinism.  The net is
+    a float32 module read exactly: certify it (:func:`lncapacity.certify`) to know which
+    points it gets right.
+
+    Parameters
+    ----------
+    X
+        A :class:`~lncapacity.data.PointSet` (then ``y`` is omitted) or points, read as
+        :func:`lncapacity.points_from_arrays` reads them (equal rows with equal labels
+        merged).
+    y
+        The labels of the points in ``X``.
+    width
+        The width of every layer.
+    depth
+        The number of normalisation layers.
+    groups
+        ``> 1``: each layer is a ``GroupNorm(groups, width)`` (LN-G), so ``width`` must be a
+        multiple of ``groups`` with groups of at least 2.
+    random_state
+        Seeds the initial weights.
+    max_iter
+        Adam steps at most (full batch); training stops earlier once every margin reaches
+        :data:`STOP_MARGIN`.
+    lr
+        Adam's step size.
+    verbose
+        Print the loss and training accuracy to stderr every 100 steps.
+    progress
+        Called as ``progress(done, total)`` as steps are taken.
+
+    Returns
+    -------
+    TrainResult
+        The exact net, the trained module, its float32 training accuracy and how training
+        went.
+
+    Raises
+    ------
+    InputError
+        On bad parameters (before the data is read) or bad data; without PyTorch.
+
+    Examples
+    --------
+    >>> import lncapacity
+    >>> from lncapacity.train import train
+    >>> X = [[0, 0], [0, 1], [1, 0], [1, 1]]
+    >>> y = [0, 1, 1, 0]
+    >>> result = train(X, y, width=8, depth=1)
+    >>> result.net.depth, result.net.widths, result.converged
+    (1, (8,), True)
+    >>> lncapacity.certify(result.net, X, y).all_certified
+    True
     """
     check_parameters(
         width=width, depth=depth, groups=groups, random_state=random_state, max_iter=max_iter, lr=lr

@@ -43,8 +43,10 @@ ROOT = Path.cwd() if (Path.cwd() / "examples").is_dir() else Path.cwd().parent
 #
 # For a vector $y \in \mathbb{R}^n$ (no learned scale or shift: those fold into the next
 # affine map),
+#
 # $$\mathrm{LN}(y) = \frac{y - \bar y\,\mathbf 1}{\sqrt{\operatorname{var}(y) + \varepsilon}},
 # \qquad \operatorname{var}(y) = \tfrac1n \lVert y - \bar y\,\mathbf 1\rVert^2 .$$
+#
 # With $\varepsilon = 0$ this is two steps ([Brody, Alon and Yahav, *On the Expressivity
 # Role of LayerNorm in Transformers' Attention*, 2023](https://arxiv.org/abs/2305.02582);
 # [Riechers, *Geometry and Dynamics of LayerNorm*, 2024](https://arxiv.org/abs/2405.04134)):
@@ -95,7 +97,9 @@ print("LN(2a) - LN(a)    =", list(sp.simplify(ln_exact(2 * a) - ln_exact(a))))
 # a centre $c$ and an offset $\beta > 0$, the affine map gives $y = (p - c)\,u + \beta\,v$.
 # Then $\bar y = 0$, $\operatorname{var}(y) = (2(p-c)^2 + 6\beta^2)/3$, and reading the
 # output with $v$ gives
+#
 # $$p' = v\cdot \mathrm{LN}(y) = \frac{6\beta}{\sqrt{(2(p-c)^2 + 6\beta^2)/3 + \varepsilon}}.$$
+#
 # It depends on $p$ only through $(p - c)^2$: the line is **folded** at $c$, and values at
 # equal distance from $c$ land on the same value (proofs/fold_lemma.md; the "fold" of
 # [Winsor, *Re-Examining LayerNorm*, Conjecture,
@@ -207,7 +211,7 @@ print(
 # 2. **fold at $c = 1$**: the first layer writes $y = (p - 1)(1, -1, 0) + \beta (1, 1, -2)$
 #    ($\beta = 1$), so $W_1 = \begin{pmatrix} 1 & 1 \\ -1 & -1 \\ 0 & 0 \end{pmatrix}$,
 #    $b_1 = (-1, 1, 0) + (1, 1, -2) = (0, 2, -2)$; reading $\mathrm{LN}(y)$ with
-#    $v = (1, 1, -2)$ gives $s = 6 / \sqrt{(2 (p - 1)^2 + 6) / 3}$ (section 2), a function of
+#    $v = (1, 1, -2)$ gives $s = 6 / \sqrt{(2 (p - 1)^2 + 6) / 3}$ (section 3), a function of
 #    $(p - 1)^2$: $p = 0$ and $p = 2$ land on **the same** value;
 # 3. **read out**: $s = 3\sqrt 2 \approx 4.24$ for the 1s, $3\sqrt 6 / 2 \approx 3.67$ for
 #    the 0s; the threshold $\tau = 4$ between them gives $z_1 - z_0 = v \cdot h - 4$.

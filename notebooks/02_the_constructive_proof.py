@@ -63,9 +63,10 @@ print("projection:", net.meta["projection"])
 # %% [markdown]
 # ## 2. Algorithm 1, beside the code
 #
-# The slides give the algorithm as pseudo-code (Algorithm 1, binary classification),
-# here verbatim in the slides' notation (their text is partly garbled: line 15 reads
-# "remove $p_j^{(l)}$ from $\mathbb P$, as long as $p_i^{(l)} = p_i^{(l)}$"), with the step
+# Ni, Guo, Jia and Huang give the algorithm as pseudo-code (Algorithm 1 of "On the
+# Nonlinearity of Layer Normalization", ICML 2024, binary classification), here line by line
+# in their notation (line 15 reads "remove $p_j^{(l)}$ from $\mathbb P$, as long as
+# $p_i^{(l)} = p_i^{(l)}$": below, the reading proofs/vc_theorem.md gives it), with the step
 # of `lncapacity/construct/exact.py` (`exact_pma`, the paper's loop to the letter) and
 # `lncapacity/construct/pma.py` (`_pma`, rational centres) that does the same thing:
 #
@@ -99,9 +100,9 @@ print("projection:", net.meta["projection"])
 #
 # **The else branch.** $\mathbb J_i = \emptyset$ means the smallest value has no other value
 # of its label: it is alone, every other value has the other label, and the sorted labels
-# read `A B B ... B`, two runs. The slides remove it from $\mathbb P$ and go on; the code
+# read `A B B ... B`, two runs. Algorithm 1 removes it from $\mathbb P$ and goes on; the code
 # stops there, because one threshold already separates the labels (and so it stops, too,
-# at `A A B B`, where the slides' loop would go on folding until $\mathbb P$ is empty:
+# at `A A B B`, where Algorithm 1's loop would go on folding until $\mathbb P$ is empty:
 # layers the theorem's count does not need). On $y = (0, 1, 1, 1)$ the branch is taken at
 # once and the net has no LayerNorm layer at all:
 

@@ -15,10 +15,10 @@
 #
 # With two labels a fold can only do good: the two values that meet have one label, and
 # whatever lands on top of what is of that label or the other, never a third. With three
-# or more labels a fold can **confuse** labels. The slides of
+# or more labels a fold can **confuse** labels.
 # [Ni, Guo, Jia and Huang, *On the Nonlinearity of Layer Normalization*, ICML
-# 2024](https://arxiv.org/abs/2406.01255) say only
-# "Confusion! Difference: Confusion is possible. Solution: Breaking Parallelization."
+# 2024](https://arxiv.org/abs/2406.01255) name the difficulty (*confusion* is possible)
+# and the cure (*breaking parallelization*) for several classes.
 # This notebook shows what that means and how `lncapacity` does it
 # (proofs/multiclass.md):
 #

@@ -25,9 +25,9 @@
 #    $g$ groups (LN-G) is *more* nonlinear than LayerNorm over all features.
 #
 # `lncapacity.theory` computes both exactly or with certified bounds
-# (proofs/lssr.md, proofs/ln_g_hessian.md). The proposition holds under assumptions the
-# slides do not state; this notebook shows it where it holds and the counterexamples where
-# they fail.
+# (proofs/lssr.md, proofs/ln_g_hessian.md). The proposition holds under precise assumptions
+# (stated in proofs/ln_g_hessian.md); this notebook shows it where they hold and the
+# counterexamples where they fail.
 
 # %%
 # %matplotlib inline
@@ -128,10 +128,12 @@ print("closed form:", closed, "| SymPy:", sp.nsimplify(symbolic))
 # ## 3. LN-G is more nonlinear: the proposition, where it holds
 #
 # LN-G splits the $d$ features into $g$ contiguous groups of $k = d/g$ and normalises each.
-# The slides: for $g \le d/3$ the ratio $H(\text{LN-G}) / H(\text{LN}) \ge 1$, and $\ge d/8$
+# Ni et al. (2024): for $g \le d/3$ the ratio $H(\text{LN-G}) / H(\text{LN}) \ge 1$, and $\ge d/8$
 # at $g = d/4$. Precisely (proofs/ln_g_hessian.md): if $\varepsilon = 0$, $g$ divides $d$,
 # each group has $k \ge 3$ features and none is constant, then for **every** input
+#
 # $$\frac{H(\text{LN-G}; x)}{H(\text{LN}; x)} \ge \frac{g (d - 2g)}{d - 2},$$
+#
 # with equality when all groups have the same spread and mean. Below, $d = 24$: the exact
 # ratio at 30 seeded inputs per $g$ (Gaussian, sparse, and spread-matched ones, the last
 # near the bound), never below it.
@@ -216,7 +218,7 @@ assert sp.nsimplify(symbolic) == sp.Rational(int(closed.p), int(closed.q))
 assert closed == fmpq(3 * 3 * 1, 1) / fmpq(14, 3) ** 2  # 3 d (d - 2) / |P x|^4, |P x|^2 = 14/3
 for g, ratios in found.items():
     assert min(ratios) >= ratio_lower_bound(24, g)  # exact comparison of rationals
-    if g <= 8:  # g <= d/3: the slides' first claim
+    if g <= 8:  # g <= d/3: the first claim of Ni et al.
         assert min(ratios) >= 1
 assert ratio_lower_bound(24, 6) > fmpq(24, 8)  # g = d/4: more than d/8
 assert r_eps < fmpq(1, 10**9)  # eps > 0: far below the bound

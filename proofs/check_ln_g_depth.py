@@ -198,7 +198,7 @@ def test_theorem_4_two_classes():
                 most = max(toggles(labs[a:e], c) for a, e in zip(blocks.starts, ends, strict=True))
                 assert n == most + (most % 2 == 0)
             assert blocks.groups == len(blocks.starts) + 1 + max(1, sum(blocks.units.values()))
-    # random labels on 10,000 points: about sqrt(2 m), far below the 4 sqrt(m)
+    # random labels on 10,000 points: about sqrt(2 m), far below the target 4 sqrt(m)
     labels = [rng.randrange(2) for _ in range(10_000)]
     assert _groups_of(labels).groups <= 2 * math.sqrt(10_000 / 2) + 8 < 4 * math.sqrt(10_000)
 

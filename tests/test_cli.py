@@ -230,6 +230,9 @@ GOOD: dict[str, Case] = {
         {"one.csv": SINGLE_CLASS},
     ),
     "usage-error": Case(lambda i, o: ["certify", XOR, "--depth", "two", "--out", o / "n.json"]),
+    "typo-option": Case(lambda i, o: ["certify", XOR, "--outt", o / "n.json"]),
+    "typo-command": Case(lambda i, o: ["certfy", XOR, "--out", o / "n.json"]),
+    "typo-choice": Case(lambda i, o: ["certify", XOR, "--method", "rns", "--out", o / "n.json"]),
     # formerly bugs, each with its own test below
     "out-is-a-folder": Case(lambda i, o: ["certify", XOR, "--out", o]),
     "out-folder-missing": Case(
@@ -356,13 +359,13 @@ def test_certify_xor_text_summary_and_files(runs):
     lines = r.proc.stdout.splitlines()
     assert lines[0] == f"{XOR}: 4 points in R^2, classes 0, 1"
     assert any(line.startswith("certified: 4/4 points") for line in lines), r.proc.stdout
-    assert any(line.startswith("float64: 4/4 agree") for line in lines), r.proc.stdout
+    assert any(line.startswith("float64: 4/4 right") for line in lines), r.proc.stdout
     # every backend available here, in order, each agreeing on every point without a warning
     found = float_lines(r.proc.stdout)
     assert list(found) == list(BACKENDS), r.proc.stdout
     for b, line in found.items():
         head, _, margin = line.partition(", min margin ")
-        assert head == f"{b}: 4/4 agree" and float(margin) > 0, line
+        assert head == f"{b}: 4/4 right" and float(margin) > 0, line
     assert "WARNING" not in r.proc.stdout
     assert lines[-2:] == [f"wrote {r.out / 'net.json'}", f"wrote {r.out / 'cert.json'}"]
     assert listing(r.out) == ["cert.json", "net.json"]  # and no temporary file
@@ -411,7 +414,7 @@ def test_certify_xor_json_summary(runs):
     assert s["min_certified_margin"] == margin > 0
     assert list(s["float"]) == list(BACKENDS)  # "float64", "float32", then the torch ones
     for name, check in s["float"].items():
-        assert (check["agree"], check["total"]) == (4, 4)
+        assert (check["right"], check["agree"], check["total"]) == (4, 4, 4)
         assert check["min_margin"] > 0
         assert check["min_margin"] == pytest.approx(margin, rel=1e-5)
         assert 0 < check["max_abs_score"] < 10
@@ -467,6 +470,29 @@ def test_usage_error_exits_2(runs):
     assert r.proc.returncode == 2
     assert "invalid int value: 'two'" in r.proc.stderr
     assert "Traceback" not in r.proc.stderr
+    assert listing(r.out) == []
+
+
+@pytest.mark.parametrize(
+    "name, usage, error",
+    [
+        (
+            "typo-option",
+            "usage: lncapacity certify ",
+            "lncapacity certify: error: unrecognized arguments: --outt ",
+        ),
+        ("typo-command", "usage: lncapacity [-h]", "invalid choice: 'certfy' (choose from "),
+        ("typo-choice", "usage: lncapacity certify ", "argument --method: invalid choice: 'rns'"),
+    ],
+)
+def test_a_typo_is_answered_with_the_nearest_name(runs, name, usage, error):
+    """The command's own usage, and the nearest option, command or choice (exit 2)."""
+    r = runs[name]
+    nearest = {"typo-option": "--out", "typo-command": "certify", "typo-choice": "runs"}[name]
+    assert r.proc.returncode == 2 and "Traceback" not in r.proc.stderr
+    assert r.proc.stderr.startswith(usage), r.proc.stderr
+    last = r.proc.stderr.splitlines()[-1]
+    assert error in last and last.endswith(f" (did you mean {nearest}?)"), last
     assert listing(r.out) == []
 
 
@@ -562,7 +588,7 @@ def test_torch_backends_are_reported_when_torch_is_installed(runs):
     pytest.importorskip("torch")
     assert set(TORCH_BACKENDS) <= set(BACKENDS)
     text = runs["xor"].proc.stdout
-    assert "torch-float64: 4/4 agree" in text and "torch-float32: 4/4 agree" in text
+    assert "torch-float64: 4/4 right" in text and "torch-float32: 4/4 right" in text
     s = json.loads(runs["xor-json"].proc.stdout)
     assert set(TORCH_BACKENDS) <= set(s["float"])
 
@@ -577,12 +603,12 @@ def test_tiny_margin_and_misclassification_warnings(verify_runs):
     for name, line in found.items():
         if name == "float64":  # right, by 2^-30 = 9.3e-10 of the largest score 1
             assert line == (
-                f"{name}: 2/2 agree, min margin 9.313e-10  WARNING: {name} margin near float "
+                f"{name}: 2/2 right, min margin 9.313e-10  WARNING: {name} margin near float "
                 "resolution (9.3e-10 of the largest |score|; rounding may flip points)"
             )
         else:
             assert line == (  # a tie at x = 1: a float margin of 0, no "> 0" as for certificates
-                f"{name}: 1/2 agree, min margin 0  WARNING: {name} misclassifies 1 of 2 points "
+                f"{name}: 1/2 right, min margin 0  WARNING: {name} misclassifies 1 of 2 points "
                 "(the exact certificate still holds; the net is too deep/too fine for this "
                 "precision)"
             )

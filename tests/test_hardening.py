@@ -533,11 +533,11 @@ def test_float_overflow_is_reported_not_warned(runs):
     assert r.proc.returncode == 0, r.proc.stderr
     assert r.proc.stderr == ""
     assert "certified: 3/3 points" in r.proc.stdout
-    assert "float64: 3/3 agree" in r.proc.stdout
+    assert "float64: 3/3 right" in r.proc.stdout
     # float32: 1e300 overflows (two wrong points), 1e-300 underflows to 0 (a tie: wrong)
-    assert "float32: 0/3 agree" in r.proc.stdout
+    assert "float32: 0/3 right" in r.proc.stdout
     if "torch-float32" in floats.available_backends():
-        assert "torch-float32: 0/3 agree" in r.proc.stdout
+        assert "torch-float32: 0/3 right" in r.proc.stdout
 
 
 def test_csv_and_npz_labels_agree(runs):
@@ -757,7 +757,7 @@ def test_verify_beyond_the_float_range_reports_overflow(issue28, name):
     backends = floats.available_backends()
     assert p.stdout.count("(overflow or NaN)") == len(backends), p.stdout
     for backend in backends:
-        assert f"{backend}: 0/4 agree, min margin -inf (overflow or NaN)" in p.stdout
+        assert f"{backend}: 0/4 right, min margin -inf (overflow or NaN)" in p.stdout
 
 
 def _only_notes(stderr: str) -> bool:

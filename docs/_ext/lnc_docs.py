@@ -14,6 +14,10 @@ when the files are read as they are.  MyST takes a ``.py`` target for a document
 because ``.py`` is the notebooks' source suffix; this turns every such link whose
 target is a file but not a page of the manual into a download link (the file is
 copied into the build), before Sphinx collects the downloads.
+
+Tables get a class by their shape (:func:`_table_classes`), so that the stylesheet
+(``_static/lncapacity.css``) can keep a table of figures on one line per row and give a
+wide table of prose room: both then scroll sideways instead of being squeezed.
 """
 
 from __future__ import annotations
@@ -48,6 +52,30 @@ def _files_as_downloads(app: Sphinx, doctree: nodes.document) -> None:
                 new.extend(node.children)
                 node.replace_self(new)
                 break
+
+
+FIGURE_CELL = 28
+"""A table whose body cells all have at most this many characters is a table of figures."""
+
+PROSE_COLUMNS = 5
+"""A table of prose with at least this many columns is wide."""
+
+
+def _table_classes(app: Sphinx, doctree: nodes.document) -> None:
+    """``lnc-figures`` on tables of short cells (rows stay on one line), ``lnc-wide`` on
+    tables of prose with many columns (they get a minimum width)."""
+    for table in doctree.findall(nodes.table):
+        groups = list(table.findall(nodes.tgroup))
+        if not groups:
+            continue
+        columns = int(groups[0].get("cols", 0))
+        cells = [
+            e.astext() for body in table.findall(nodes.tbody) for e in body.findall(nodes.entry)
+        ]
+        if cells and max(map(len, cells)) <= FIGURE_CELL:
+            table["classes"].append("lnc-figures")
+        elif columns >= PROSE_COLUMNS:
+            table["classes"].append("lnc-wide")
 
 
 def _lookup(path: str) -> Any:
@@ -105,4 +133,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("missing-reference", _as_the_module_sees_it)
     # before the download collector (priority 500) sees the document
     app.connect("doctree-read", _files_as_downloads, priority=400)
+    app.connect("doctree-read", _table_classes)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -89,26 +89,74 @@ def certify(
 ) -> Certificate:
     """Decide, point by point, whether ``net`` predicts ``y[k]`` for ``X[k]``.
 
-    ``X`` is a :class:`~lncapacity.data.PointSet` or points with labels ``y``;
-    coordinates are read exactly.  Each point is *certainly right* (certified:
-    its margin ball is positive), *certainly wrong* (some other score is
-    certainly larger) or *undecided* at ``max_precision`` bits (a point on, or
-    within rounding of, a decision boundary), with an interval enclosing its
-    margin.  Never raises for a wrong net.
+    Each point is *certainly right* (certified: its margin ball is positive), *certainly
+    wrong* (some other score is certainly larger) or *undecided* at ``max_precision`` bits (a
+    point on, or within rounding of, a decision boundary), with an interval enclosing its
+    margin.  Never raises for a wrong net.  Re-certifying a saved net from scratch is what
+    ``lncapacity verify`` does.
 
     Nets whose layers are all rank one (the constructions') go through
     :func:`~lncapacity.certify.chains.scalar_chain` in ``arb`` balls.  Other nets (trained
     ones) first go through one vectorised pass of float64 interval arithmetic rounded outwards
     (:mod:`lncapacity.interval`; rigorous, proofs/interval_rounding.md), which
     decides nearly every point; the rest are redone in ``arb`` balls with rising
-    precision.  ``intervals`` forces that pass on (True) or off (False);
-    default: on for such nets with layers and more than a few points.  ``workers``:
-    processes for the ``arb`` part, and for the interval pass of nets with LN-G layers
-    (default: all cores, for large jobs only).
-    LayerNorm gains and biases are folded first (:meth:`LNNet.folded`, exact).
-    ``scores``: also bound every exact score
-    (:attr:`~lncapacity.certify.verdicts.Certificate.scores`; the interval pass always does,
-    ``arb`` points only when asked, as it costs time).
+    precision.  LayerNorm gains and biases are folded first (:meth:`LNNet.folded`, exact).
+
+    Parameters
+    ----------
+    net
+        The net, with exact weights (built, loaded or imported).
+    X
+        A :class:`~lncapacity.data.PointSet` (then ``y`` is omitted) or points; coordinates
+        are read exactly.
+    y
+        The labels of the points in ``X``.
+    max_precision
+        The most bits a ball may take before a point is called undecided.
+    workers
+        Processes for the ``arb`` part, and for the interval pass of nets with LN-G layers
+        (default: all cores, for large jobs only).
+    progress
+        Called as ``progress(done, total)`` as points are decided.
+    intervals
+        Force the float64 interval pass on (True) or off (False); default: on for nets that
+        are not rank one, with layers and more than a few points.
+    scores
+        Also bound every exact score
+        (:attr:`~lncapacity.certify.verdicts.Certificate.scores`; the interval pass always
+        does, ``arb`` points only when asked, as it costs time).
+
+    Returns
+    -------
+    Certificate
+        Every point's verdict and margin interval, the counts and the smallest certified
+        margin.
+
+    Raises
+    ------
+    InputError
+        When the points do not fit the net: another dimension, or a label that is not one
+        of the net's classes.
+
+    Examples
+    --------
+    >>> import lncapacity
+    >>> X = [[0, 0], [0, 1], [1, 0], [1, 1]]
+    >>> y = [0, 1, 1, 0]
+    >>> net = lncapacity.build(X, y)
+    >>> cert = lncapacity.certify(net, X, y)
+    >>> cert.all_certified, cert.certified, cert.precision
+    (True, 4, 128)
+    >>> [p.verdict for p in lncapacity.certify(net, X, [1, 0, 1, 0]).points]
+    ['wrong', 'wrong', 'right', 'right']
+
+    A saved net, verified from scratch:
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "xor.lnnet.json")
+    >>> lncapacity.save(net, path)
+    >>> lncapacity.certify(lncapacity.load(path), X, y).all_certified
+    True
     """
     points = X if isinstance(X, PointSet) else points_from_arrays(X, y)
     _check_compatible(net, points)

@@ -14,10 +14,13 @@ print.  :func:`build_parser` is the whole command line (the manual's command pag
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import re
 import signal
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from .. import __version__
 from ..errors import ConstructionError, InputError
@@ -72,9 +75,33 @@ COMMAND_MODULES = (
 """The commands' modules, in the order ``lncapacity --help`` lists them."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _nearest(word: str, candidates: Sequence[str]) -> str:
+    """`` (did you mean X?)`` for the candidate nearest to a mistyped ``word``, or nothing."""
+    close = difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, suggesting the nearest choice for a mistyped command or choice.
+
+    (Python 3.14's ``suggest_on_error``; the subparsers are of this class too.)
+    """
+
+    commands: dict[str, argparse.ArgumentParser]
+    """The subparsers by command name (set by :func:`build_parser`)."""
+
+    def error(self, message: str) -> NoReturn:
+        """The usage and ``message`` on stderr, with the nearest choice if one was mistyped;
+        exit 2."""
+        typo = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if typo:
+            message += _nearest(typo[1], re.findall(r"'([^']*)'", typo[2]))
+        super().error(message)
+
+
+def build_parser() -> Parser:
     """The whole command line: every command's subparser runs its command (``handler``)."""
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="lncapacity",
         description="Certified LayerNorm networks (Ni et al., ICML 2024): build, certify, verify.",
     )
@@ -82,11 +109,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMAND_MODULES:
         command.add_parser(sub)
+    p.commands = sub.choices
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # the command's own usage, and its option nearest to the first one unknown
+        command = parser.commands[args.command]
+        options = [o for action in command._actions for o in action.option_strings]
+        command.error(
+            f"unrecognized arguments: {' '.join(unknown)}"
+            + _nearest(unknown[0].split("=")[0], options)
+        )
     try:
         previous = {s: signal.signal(s, raise_interrupted) for s in STOP_SIGNALS}
     except ValueError:  # not the main thread: leave the signals alone

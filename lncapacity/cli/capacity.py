@@ -1,4 +1,4 @@
-"""``lncapacity capacity``: certified nets for random labels, LN against LN-G (issue 30)."""
+"""``lncapacity capacity``: certified nets for random labels, LN against LN-G."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ MAX_CLASSES = 1000
 LN_G_DEPTHS = (1, 2, 3)
 """The LN-G depths of the table, each built by ``build(points, arch="ln-g", depth=d)``."""
 RANK_WIDTH, RANK_GROUPS, RANK_DEPTH = 64, 16, 6
-"""The rank measurement of issue 30: untrained nets of width 64, LayerNorm against 16 groups
+"""The rank measurement: untrained nets of width 64, LayerNorm against 16 groups
 of 4, depth 6 (layers 1 to 6)."""
 BITS = 64
 """Bits per parameter in the counting bound (float64)."""
@@ -198,7 +198,7 @@ def _row(points: Any, arch: str, depth: int | None, k: int, quiet: bool) -> dict
 
 
 def _trainer() -> Callable[..., Any] | None:
-    """``lncapacity.train.train`` (issue 35), or None where it is not there yet."""
+    """``lncapacity.train.train``, or None when it cannot be imported."""
     try:
         from .. import train as training
     except ImportError:
@@ -248,7 +248,7 @@ def _train_row(
 
 
 def _ranks(m: int, dim: int, seed: int, quiet: bool) -> dict[str, Any]:
-    """Issue 30's measurement: each layer's LayerNorm output rank, LN against LN-G."""
+    """The rank measurement: each layer's LayerNorm output rank, LN against LN-G."""
     from ..theory.capacity import layer_ranks, lemma_bound, random_labels, random_net
 
     X, _ = random_labels(m, 2, dim, seed)

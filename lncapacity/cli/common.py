@@ -89,8 +89,8 @@ class Bar:
     Used as a context manager (as :func:`run` does), the bar also has a watch: a thread that
     waits :data:`FIRST` seconds and then shows the phase running (:meth:`tick`) unless a line
     or the bar already shows, so a long run says what it does within a second or two even
-    when its first callback comes much later (issue 35: the circle search on digits is silent
-    for ten seconds).  Leaving the block stops the watch before the bar is cleared; a run done
+    when its first callback comes much later (the circle search on digits is silent for
+    ten seconds).  Leaving the block stops the watch before the bar is cleared; a run done
     within :data:`FIRST` seconds prints nothing, as before.
     """
 

@@ -55,7 +55,7 @@ def explain_lines(account: dict[str, Any], points: PointSet) -> list[str]:
     if first:
         lines.append(
             f"input projection: {first['runs']} label runs, smallest label gap "
-            f"{first['label_gap']:.3g} (of half the span)"
+            f"{first['label_gap']:.3g} (of the amplitude)"
         )
     lines += [e["words"] for e in account["layers"]]
     lines.append(account["readout"]["words"])

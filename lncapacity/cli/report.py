@@ -187,6 +187,9 @@ def _summary(
         # "torch-float32" when PyTorch is installed
         "float": {
             c.backend: {
+                # points whose float prediction is their label ("agree": the same count, by
+                # its older name, kept for the scripts that read it)
+                "right": c.agree,
                 "agree": c.agree,
                 "total": c.total,
                 "min_margin": json_float(c.min_margin),
@@ -310,7 +313,7 @@ def _text(s: dict[str, Any]) -> str:
     for name, c in s["float"].items():
         x = c["min_margin"]  # a float margin of 0 is a tie, not a tiny certified bound
         if x is None:  # infinite: +inf with one class, -inf (a NaN or infinite score) if wrong
-            margin = "-inf (overflow or NaN)" if c["agree"] < c["total"] else num(x)
+            margin = "-inf (overflow or NaN)" if c["right"] < c["total"] else num(x)
         else:
             margin = f"{x:.4g}"
         flag = f"  WARNING: {c['warning']}" if c["warning"] else ""
@@ -322,7 +325,7 @@ def _text(s: dict[str, Any]) -> str:
             else f", max {ulps:.3g} ulp from exact"
             + ("" if abs_err is None else f" (|error| <= {abs_err:.3g})")
         )
-        lines.append(f"{name}: {c['agree']}/{c['total']} agree, min margin {margin}{dist}{flag}")
+        lines.append(f"{name}: {c['right']}/{c['total']} right, min margin {margin}{dist}{flag}")
     if s.get("torch_skipped"):
         lines.append("torch-float64, torch-float32: skipped (PyTorch is not installed)")
     for key in ("net", "certificate"):

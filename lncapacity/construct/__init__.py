@@ -1,4 +1,5 @@
-"""Constructions of LN-Nets with exact rational weights (seed 000, Algorithm 1)."""
+"""Constructions of LN-Nets with exact rational weights (Algorithm 1 of Ni et al.,
+"On the Nonlinearity of Layer Normalization", ICML 2024, and its refinements)."""
 
 from .build import (
     ARCHS,

@@ -1,6 +1,6 @@
 """Assemble a certified-by-construction binary LN-Net from a point set.
 
-Pipeline (seed 000; note math.md sections 2-3): project to a line
+Pipeline (Algorithm 1 of Ni et al. 2024, and its refinements): project to a line
 (:mod:`.project`), fold until at most two label runs remain (:mod:`.runfold`,
 one run fewer per layer, or the paper's :mod:`.pma`),
 optionally pad to an exact depth with injective layers, then read out with a
@@ -24,11 +24,11 @@ from ..errors import InputError
 from ..fileformat import MAX_DEPTH, read_vector
 from ..model import Affine, Label, LNNet
 from ..version import __version__
-from .circle import CIRCLE_META, OBJECTIVES, Handoff, build_circle  # method "circle" (issue 18)
+from .circle import CIRCLE_META, OBJECTIVES, Handoff, build_circle  # method "circle"
 from .circle.beam import past
 from .fold import Chain, FoldStep, exact_float, fold_layer, reversal
-from .groups import build_ln_g  # arch "ln-g" (issue 30)
-from .groups_deep import build_ln_g_deep  # arch "ln-g", depth 2 and more (issue 30, part 3)
+from .groups import build_ln_g  # arch "ln-g", depth 1
+from .groups_deep import build_ln_g_deep  # arch "ln-g", depth 2 and more
 from .multiclass import envelope, merge_runs_k, pma_k
 from .peel import merge_peel
 from .pma import Progress, order_groups, pma, power_of_two_near
@@ -104,38 +104,88 @@ def build(
     objective: str = "faithful",
 ) -> LNNet[fmpq]:
     """A width-3 LN-Net (or, with ``arch="ln-g"``, an LN-G net) that classifies every
-    point of ``(X, y)`` correctly.
+    point of ``(X, y)`` correctly, with exact rational weights.
 
-    ``X`` is a :class:`~lncapacity.data.PointSet` (then ``y`` is omitted) or an
-    array of points with labels ``y``.  ``eps >= 0`` is LayerNorm's epsilon
-    (exact; ``"1e-5"`` is 1/100000).  ``depth``: pad to exactly this many
-    LayerNorm layers (an error if the construction needs more).  ``classes``:
-    the readout's rows (default: the sorted labels present), so a labeling that
-    uses one class of two still scores both.  ``method``: ``"runs"`` (one label
-    run fewer per layer, float-faithful; falls back, with three or more classes to
-    ``"peel"`` first, then to ``"pma"`` when the labels are closer than float64 can
-    resolve, noted in ``meta["fallback"]``), ``"pma"`` (the paper's algorithm),
-    ``"circle"`` (whole circle maps per layer, searched; ``runs`` when that is not
-    shallower), ``"peel"`` (three or more classes, one at a time against the rest by
-    the binary ``runs`` folds, :mod:`.peel`; ``pma`` when it gives way) or ``"auto"``
-    (the default: :data:`DEFAULT_METHOD`).  ``budget``: CPU seconds (``time.process_time``)
-    the circle search for two classes may take (``auto``: after ``runs``, default
-    :func:`auto_budget`; ``circle``: default no limit; 0: no search; three or more classes:
-    not limited).  The net depends on the machine's speed only when the search is cut
-    short by it.  At most ``m - 2`` layers for ``m``
-    distinct points (seed 000, Theorem).  ``exact=True`` (with ``method="pma"``, two
-    classes): the paper's algorithm to the letter, fold centres at the true midpoints
-    (algebraic numbers, :mod:`.exact`, proofs/exact_merges.md), so merged values are equal.
-    ``arch``: ``"ln3"`` (the default: everything above) or ``"ln-g"``: depth 1, one
-    LayerNorm group of 3 per label boundary of a projection, any number of classes
-    (:func:`.groups.build_ln_g`, proofs/ln_g_steps.md), or with ``depth >= 2`` far fewer
-    groups, about ``2 sqrt(b)`` for ``b`` label boundaries and two classes
-    (:func:`.groups_deep.build_ln_g_deep`, proofs/ln_g_depth.md; depth 3 and more re-step
-    the depth-2 net's scores, no fewer groups); ``method`` stays ``"auto"``.
-    ``objective`` (with ``method="circle"``): ``"faithful"`` (the default: a circle net
-    float64 runs right) or ``"depth"`` (the search in ball arithmetic, :mod:`.circle.precise`:
-    the shallowest net it finds, certified; whether float64 runs it right is reported in
-    ``meta["float64"]``, not required).
+    At most ``m - 2`` layers for ``m`` distinct points (Ni, Guo, Jia and Huang, "On the
+    Nonlinearity of Layer Normalization", ICML 2024; proofs/depth_and_padding.md).  The
+    net is right on every point by construction; :func:`lncapacity.certify` proves it.
+
+    Parameters
+    ----------
+    X
+        A :class:`~lncapacity.data.PointSet` (then ``y`` is omitted) or an array of points.
+    y
+        The labels of the points in ``X``.
+    eps
+        LayerNorm's epsilon, ``>= 0``, read exactly (``"1e-5"`` is 1/100000).
+    depth
+        Pad to exactly this many LayerNorm layers (an error if the construction needs
+        more).
+    method
+        ``"auto"`` (the default, :data:`DEFAULT_METHOD`), ``"runs"`` (one label run fewer
+        per layer, float-faithful; it gives way, with three or more classes to ``"peel"``
+        first, then to ``"pma"`` when the labels are closer than float64 can resolve, noted
+        in ``meta["fallback"]``), ``"pma"`` (the paper's algorithm), ``"circle"`` (whole
+        circle maps per layer, searched; ``runs`` when that is not shallower) or ``"peel"``
+        (three or more classes, one at a time against the rest by the binary ``runs``
+        folds, :mod:`.peel`; ``pma`` when it gives way).
+    classes
+        The readout's rows (default: the sorted labels present), so that a labeling that
+        uses one class of two still scores both.
+    seed
+        Chooses among the candidate projections and the circle search's starts.
+    progress
+        Called as the construction goes (the command line's progress bar).
+    exact
+        With ``method="pma"`` and two classes: the paper's algorithm to the letter, fold
+        centres at the true midpoints (algebraic numbers, :mod:`.exact`,
+        proofs/exact_merges.md), so merged values are equal.
+    arch
+        ``"ln3"`` (the default: everything above) or ``"ln-g"``: depth 1, one LayerNorm
+        group of 3 per label boundary of a projection, any number of classes
+        (:func:`.groups.build_ln_g`, proofs/ln_g_steps.md), or with ``depth >= 2`` far
+        fewer groups, about ``2 sqrt(b)`` for ``b`` label boundaries and two classes
+        (:func:`.groups_deep.build_ln_g_deep`, proofs/ln_g_depth.md; depth 3 and more
+        re-step the depth-2 net's scores, no fewer groups); ``method`` stays ``"auto"``.
+    budget
+        CPU seconds (``time.process_time``) the circle search for two classes may take
+        (``auto``: after ``runs``, default :func:`auto_budget`; ``circle``: default no
+        limit; 0: no search; three or more classes: not limited).  The net depends on the
+        machine's speed only when the search is cut short by it.
+    objective
+        With ``method="circle"``: ``"faithful"`` (the default: a circle net float64 runs
+        right) or ``"depth"`` (the search in ball arithmetic, :mod:`.circle.precise`: the
+        shallowest net it finds, certified; whether float64 runs it right is reported in
+        ``meta["float64"]``, not required).
+
+    Returns
+    -------
+    LNNet
+        The net, its construction recorded in ``meta`` and in each layer's ``meta``.
+
+    Raises
+    ------
+    InputError
+        On bad input: an unknown method, arch or objective, a negative depth or ``eps``,
+        labels outside ``classes``, the same point with two labels, or a ``depth`` too
+        small for the construction.
+
+    Examples
+    --------
+    >>> import lncapacity
+    >>> X = [[0, 0], [0, 1], [1, 0], [1, 1]]
+    >>> y = [0, 1, 1, 0]
+    >>> net = lncapacity.build(X, y)
+    >>> net.depth, net.widths, net.meta["method"]
+    (1, (3,), 'runs')
+    >>> net.predict(X).tolist()
+    [0, 1, 1, 0]
+    >>> lncapacity.build(X, y, depth=3).depth  # padded with injective layers
+    3
+    >>> lncapacity.build(X, y, method="nope")
+    Traceback (most recent call last):
+    ...
+    lncapacity.errors.InputError: unknown method 'nope' (choose from auto, runs, pma, circle, peel)
     """
     points = X if isinstance(X, PointSet) else points_from_arrays(X, y)
     eps_q = _eps(eps)

@@ -1,6 +1,6 @@
 """The paper's binary PMA to the letter: fold centres at the true midpoints.
 
-Seed 000, Algorithm 1: on the projected scalars, take the smallest value
+Algorithm 1 of Ni et al. (2024): on the projected scalars, take the smallest value
 ``p_i`` and the nearest larger value ``p_j`` of its label, fold at
 ``c = (p_i + p_j) / 2`` so that they merge, and repeat until a single
 threshold separates the labels.  After the first layer ``c`` is an algebraic

@@ -5,7 +5,7 @@ each other, ``|u|^2 = 2``, ``|v|^2 = 6``.  A fold layer with centre ``c``,
 offset ``beta > 0`` and scale ``S > 0`` maps a scalar ``p`` (a linear read of
 the previous layer) to ``y = S((p - c) u + beta v)``.  Since ``mean y = 0`` and
 ``var y = S^2 (2 (p - c)^2 + 6 beta^2) / 3``, the next layer's read
-``a = alpha v + gamma u`` of ``LN(y)`` is (note math.md section 2)::
+``a = alpha v + gamma u`` of ``LN(y)`` is (proofs/fold_lemma.md, proofs/runs_fold.md)::
 
     p' = S (6 alpha beta + 2 gamma (p - c)) / sqrt(S^2 (2 (p - c)^2 + 6 beta^2) / 3 + eps).
 

@@ -1,4 +1,4 @@
-"""LN-G at depth 1: one steep step per label boundary of a projection (issue 30, part 2).
+"""LN-G at depth 1: one steep step per label boundary of a projection.
 
 The construction, proved in proofs/ln_g_steps.md:
 

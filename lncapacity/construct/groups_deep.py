@@ -1,4 +1,4 @@
-"""LN-G at depth 2 and more: blocks of label runs, ``O(sqrt m)`` groups (issue 30, part 3).
+"""LN-G at depth 2 and more: blocks of label runs, ``O(sqrt m)`` groups.
 
 The construction, proved in proofs/ln_g_depth.md:
 

@@ -1,9 +1,10 @@
-"""Multiclass LN-Nets: k labels, no two ever confused (seed 000, "Breaking Parallelization").
+"""Multiclass LN-Nets: k labels, no two ever confused.
 
 With three or more labels a fold can bring values of *different* labels
 together: the values between the two that merge are mirrored about the fold
 centre and interleave, and two of them collide exactly when they are mirror
-images ("parallel" in the slides; proofs/multiclass.md).  Both methods below
+images (the "parallelization" that Ni et al. 2024 break for several classes;
+proofs/multiclass.md).  Both methods below
 decide this with ball arithmetic, never with a float tolerance, and break the
 symmetry with an injective *warp* layer when a fold would confuse two labels.
 

@@ -1,10 +1,10 @@
-"""The binary Projection Merge Algorithm (seed 000, Algorithm 1), rational centres.
+"""The binary Projection Merge Algorithm (Algorithm 1 of Ni et al. 2024), rational centres.
 
 The paper's loop, on the projected scalars: take the smallest value ``p_i`` and
 the smallest value ``p_j > p_i`` of the same label, fold at their midpoint so
 that they merge, and repeat until a single threshold separates the labels.  All
 values strictly between ``p_i`` and ``p_j`` carry the other label, so nothing
-of a different label can merge (note math.md section 3).
+of a different label can merge (proofs/merge_and_no_confusion.md).
 
 Exactly, the centre ``(p_i + p_j) / 2`` is an algebraic number after the first
 layer.  Here it is a short dyadic rational inside an interval that ball

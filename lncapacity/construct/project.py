@@ -1,7 +1,7 @@
 """Step 1 of the Projection Merge Algorithm: project the points to a line.
 
-Any direction ``w`` with all ``w . x_k`` distinct will do (seed 000; note
-math.md section 3): a direction is bad only if it is orthogonal to one of the
+Any direction ``w`` with all ``w . x_k`` distinct will do (Ni et al. 2024;
+proofs/vc_theorem.md): a direction is bad only if it is orthogonal to one of the
 finitely many differences ``x_a - x_b``.  Among a few candidates with small
 integer or short dyadic entries we keep a valid one with the fewest label runs
 along the line (a fold removes at most one run, so fewer runs never cost layers),

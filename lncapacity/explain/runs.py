@@ -61,9 +61,9 @@ def merge_history(net: LNNet[fmpq], trace: Trace, labels: np.ndarray) -> list[li
     A *merged group* is a set of points whose values the construction treats as
     one.  For a layer of kind ``"pma"`` (construction metadata), the paper's rule
     applied to the groups so far: the group of the smallest value joins the group
-    of the nearest larger value of its label (seed 000; lncapacity/construct/pma.py
-    emulates these merges with rational centres, leaving the pair a gap of up to
-    a few tenths of its old one).  At every layer, also the values that
+    of the nearest larger value of its label (Algorithm 1 of Ni et al. 2024;
+    lncapacity/construct/pma.py emulates these merges with rational centres, leaving the
+    pair a gap of up to a few tenths of its old one).  At every layer, also the values that
     :func:`merges_at` finds equal.  Values come from ``trace``.  Each entry lists
     every point of the new group, sorted.
     """

@@ -16,7 +16,7 @@ pair names one class.  Nets deeper than a figure can show are subsampled evenly
 
 Needs the ``plot`` extra: ``pip install 'lncapacity[plot]'`` (Matplotlib, NetworkX).
 
-One module per family of pictures (issue 29): :mod:`.ladders`, :mod:`.folds` (fold
+One module per family of pictures: :mod:`.ladders`, :mod:`.folds` (fold
 maps), :mod:`.circle_views`, :mod:`.decision` (decision regions), :mod:`.merges`
 (merge trees and their graphs) and :mod:`.save` (all at once, for the CLI), with
 :mod:`.common` holding the palette, the style and what the pictures share.

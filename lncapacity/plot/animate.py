@@ -1,4 +1,4 @@
-"""The folds as an animated GIF, one frame per layer (issue 31), for static pages and slides.
+"""The folds as an animated GIF, one frame per layer, for static pages and presentations.
 
 Each frame is one layer: its fold map (value in -> value out, the layer's map and the
 points, as :func:`~.folds.fold_maps` draws a panel) beside LayerNorm's circle after it (as

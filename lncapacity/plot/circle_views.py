@@ -1,7 +1,7 @@
 """LayerNorm's output on the circle, one panel per layer.
 
 The points in the plane orthogonal to ``(1, 1, 1)``, the direction the next map reads
-and, after the last layer, the arcs each class wins.  Split out of ``plot.py`` (issue 29).
+and, after the last layer, the arcs each class wins.
 """
 
 from __future__ import annotations

@@ -2,8 +2,7 @@
 
 The class colours and markers (Okabe-Ito), the slide style, figures made without
 pyplot (Matplotlib is imported only when a figure is drawn), the float64 trace of the
-points, layers subsampled evenly, panel grids and legend handles.  Split out of
-``plot.py`` (issue 29).
+points, layers subsampled evenly, panel grids and legend handles.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Decision regions of a net on 2-D points.
 
 The class float64 gives on a grid, the points on top, and the points where float64 and
-the certificate disagree.  Split out of ``plot.py`` (issue 29).
+the certificate disagree.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Fold maps: each layer's scalar map, value in -> value out, one panel per layer.
 
 Each panel has the map's curve, the points, the layer's centre and fold point, and the
-label runs before and after.  Split out of ``plot.py`` (issue 29).
+label runs before and after.
 """
 
 from __future__ import annotations

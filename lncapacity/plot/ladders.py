@@ -1,8 +1,7 @@
 """The ladder: every point through every layer, joined across layers.
 
 Each column is the value (or position, or angle) after a layer; at the last column the
-readout's thresholds and the values or arcs each class wins.  Split out of ``plot.py``
-(issue 29).
+readout's thresholds and the values or arcs each class wins.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Merge trees: which points and label runs each layer joins.
 
 As a NetworkX graph (written as GraphML) and drawn as a dendrogram; NetworkX is
-imported only when a graph is made.  Split out of ``plot.py`` (issue 29).
+imported only when a graph is made.
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
-"""Every picture that applies to a net, written to a folder at once (``lncapacity plot``).
-
-Split out of ``plot.py`` (issue 29).
-"""
+"""Every picture that applies to a net, written to a folder at once (``lncapacity plot``)."""
 
 from __future__ import annotations
 

@@ -95,26 +95,70 @@ def shatter(
 ) -> ShatterSummary:
     """Build and certify a depth-``depth`` net for every labeling of ``X`` (``depth + 2`` points).
 
-    ``X`` defaults to :func:`~lncapacity.shatter.points.default_points`.  Writes the shattering
-    certificate to ``out`` (if given, and only if every labeling is certified).
-    Raises :class:`InputError` for bad parameters, or naming the first labeling
-    that cannot be realised.  With ``search`` (keyword arguments of
-    :func:`lncapacity.search.find_net`, e.g. ``{}``) ``X`` may have more points:
-    labelings the construction cannot do at this depth are searched for
-    numerically and certified, and the ones not found are listed in
-    ``summary.failures`` instead of raising.  With ``groups`` (LN-G, ``depth >= 1``) every
-    net is :func:`~lncapacity.shatter.nets.bump_net` with exactly ``groups`` groups of 3 per
-    layer, and ``X`` defaults to ``0, 1, ..., 2 groups`` (``2 groups + 1`` points:
-    proofs/ln_g_vc.md, Theorems 1, 2).
+    The theorem of Ni, Guo, Jia and Huang ("On the Nonlinearity of Layer Normalization",
+    ICML 2024; proofs/vc_theorem.md), certified for one point set: every labeling gets its
+    own net, certified, and the shattering certificate written to ``out`` can be re-checked
+    from scratch by :func:`~lncapacity.shatter.verify.verify_shatter`.
 
-    ``scheduler`` (``"local:N"`` or a Dask scheduler's address) runs the chunks (``chunk``
-    pairs of labelings each) on a Dask cluster (:mod:`lncapacity.cluster`) instead of the
-    process pool; the certificate is the same, byte for byte.  With ``resume`` the records
-    go to a journal ``out + ".part"`` kept when the run is interrupted; a new run with
-    ``resume`` re-certifies the journal's records
-    (:func:`~lncapacity.shatter.verify.verify_shatter`'s checks), keeps the longest correct
-    prefix and continues after it.  ``status`` is called with the
-    summary so far after each chunk.
+    Parameters
+    ----------
+    X
+        The points (default :func:`~lncapacity.shatter.points.default_points`: ``0, 1, ...,
+        depth + 1`` on a line).
+    depth
+        The LayerNorm layers of every net.
+    eps
+        LayerNorm's epsilon, read exactly.
+    out
+        Where to write the shattering certificate (only if every labeling is certified).
+    workers
+        Processes (default: all cores).
+    progress
+        Called as labelings are certified.
+    search
+        Keyword arguments of :func:`lncapacity.search.find_net` (e.g. ``{}``): then ``X`` may
+        have more points; labelings the construction cannot do at this depth are searched
+        for numerically and certified, and the ones not found are listed in
+        ``summary.failures`` instead of raising.
+    groups
+        LN-G (``depth >= 1``): every net is :func:`~lncapacity.shatter.nets.bump_net` with
+        exactly ``groups`` groups of 3 per layer, and ``X`` defaults to ``0, 1, ..., 2
+        groups`` (``2 groups + 1`` points: proofs/ln_g_vc.md, Theorems 1, 2).
+    scheduler
+        ``"local:N"`` or a Dask scheduler's address: the chunks run on a Dask cluster
+        (:mod:`lncapacity.cluster`) instead of the process pool; the certificate is the
+        same, byte for byte.
+    resume
+        The records go to a journal ``out + ".part"`` kept when the run is interrupted; a new
+        run with ``resume`` re-certifies the journal's records
+        (:func:`~lncapacity.shatter.verify.verify_shatter`'s checks), keeps the longest
+        correct prefix and continues after it.
+    status
+        Called with the summary so far after each chunk.
+    chunk
+        Pairs of labelings per chunk of work.
+
+    Returns
+    -------
+    ShatterSummary
+        The points, depth, labelings certified, the smallest certified margin and the
+        layers each labeling needed before padding.
+
+    Raises
+    ------
+    InputError
+        For bad parameters, or naming the first labeling that cannot be realised.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from lncapacity.shatter import shatter, verify_shatter
+    >>> path = os.path.join(tempfile.mkdtemp(), "shatter-L2.jsonl")
+    >>> summary = shatter(None, 2, out=path, workers=1)
+    >>> summary.points, summary.labelings, summary.certified, summary.all_certified
+    (4, 16, 16, True)
+    >>> verify_shatter(path, workers=1)[1]  # no problem found
+    []
     """
     if resume and out is None:
         raise InputError("--resume needs an output file")

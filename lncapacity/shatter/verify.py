@@ -82,6 +82,16 @@ def verify_shatter(
     claimed margin, the histogram of folds, no failures).  The returned summary
     is the re-derived one.  ``scheduler``: the chunks on a Dask cluster, as in
     :func:`~lncapacity.shatter.run.shatter`.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from lncapacity.shatter import shatter, verify_shatter
+    >>> path = os.path.join(tempfile.mkdtemp(), "shatter-L1.jsonl")
+    >>> _ = shatter(None, 1, out=path, workers=1)
+    >>> summary, problems = verify_shatter(path, workers=1)
+    >>> summary.labelings, summary.all_certified, problems
+    (8, True, [])
     """
     lines = _lines(path)
     try:

@@ -1,14 +1,14 @@
 """The theory toolkit: checkable versions of the claims around LayerNorm's nonlinearity.
 
-* :mod:`~lncapacity.theory.separability`: SSR and LSSR (reconstructed from seed 000),
+* :mod:`~lncapacity.theory.separability`: SSR and LSSR (reconstructed from Ni et al. 2024),
   exact for rational data; :mod:`~lncapacity.theory.net_trace`: both, certified,
   after every layer of an LN-Net (``lncapacity trace``).
 * :mod:`~lncapacity.theory.hessian`: the Hessian measure of nonlinearity
-  ``H(f; x)``, LN-G (group LayerNorm), closed forms and the slides' proposition
+  ``H(f; x)``, LN-G (group LayerNorm), closed forms and the proposition of Ni et al. 2024
   (``lncapacity hessian``).
 * :mod:`~lncapacity.theory.geometry`: LayerNorm as projection and scaling
-  (seed 004), its hyperellipsoid image with a gain (seed 002), selectable
-  keys, and BatchNorm with fixed or per-batch statistics (seed 003).
+  (Brody, Alon and Yahav 2023), its hyperellipsoid image with a gain (Riechers 2024),
+  selectable keys, and BatchNorm with fixed or per-batch statistics.
 * :mod:`~lncapacity.theory.capacity`: the rank of each layer's LayerNorm output (proved
   bounds, LN against LN-G) and the counting bound on parameters (``lncapacity capacity``).
 * ``GroupLayerNorm`` (PyTorch, optional): LN-G as an ``nn.Module``.

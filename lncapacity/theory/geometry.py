@@ -1,12 +1,13 @@
-"""LayerNorm's geometry, as exact checks (seeds 002, 003, 004; proofs/ln_geometry.md).
+"""LayerNorm's geometry, as exact checks (proofs/ln_geometry.md).
 
-* **Projection and scaling** (Brody et al., seed 004).  With ``eps = 0``,
+* **Projection and scaling** (Brody, Alon and Yahav, "On the Expressivity Role of
+  LayerNorm in Transformers' Attention", Findings of ACL 2023).  With ``eps = 0``,
   ``LN(x) = sqrt(d) P x / |P x|`` with ``P = I - 1 1^T / d``: project onto the
   hyperplane orthogonal to ``1``, then scale to norm ``sqrt(d)``
   (:func:`project_and_scale`).  With ``eps > 0``,
   ``|LN(x)|^2 = d rho^2 / (rho^2 + d eps) < d`` (``rho = |P x|``): strictly inside
   that sphere (:func:`ln_norm_squared`, exact).
-* **Gain and bias** (Riechers, seed 002, Eq. 6):
+* **Gain and bias** (Riechers, "Geometry and Dynamics of LayerNorm", 2024, Eq. 6):
   ``LN(a; g, b) = sqrt(N) G P a / sqrt(|P a|^2 + N eps) + b``, ``G = diag(g)``.
   With nonzero gains the image minus ``b`` lies in the hyperplane ``alpha^perp``
   (``alpha = 1/g`` elementwise) and in the ellipsoid
@@ -16,15 +17,15 @@
   (:func:`ellipsoid_axes`: the ``lambda`` exactly, as algebraic numbers; also
   ``= sqrt(N zeta)`` for the nonzero eigenvalues ``zeta = 1/lambda`` of
   ``P G^2 P``).  With ``eps = 0`` the image is that ellipsoid's surface.
-* **Selectable keys** (seed 004).  A key in the convex hull of the other keys
+* **Selectable keys** (Brody et al. 2023).  A key in the convex hull of the other keys
   never wins ``argmax_j q . k_j`` strictly, for any query ``q``
   (:func:`hull_witness` gives the exact convex combination).  After LN
   (``eps = 0``) every key lies on the sphere, and each distinct one wins for the
   query ``q = P k_i`` (:func:`selecting_queries`, exact).
-* **BatchNorm and z-scoring** (seed 003): with fixed statistics (inference)
-  ``(x - mu) / sqrt(sigma^2 + eps)`` is affine, Hessian exactly 0; with the
-  statistics of the batch (training) it is a function of the whole batch and
-  is not affine (:func:`z_score`, Hessian measure > 0).
+* **BatchNorm and z-scoring** (as a Cross Validated discussion asks: is z-scoring a
+  nonlinearity?): with fixed statistics (inference) ``(x - mu) / sqrt(sigma^2 + eps)``
+  is affine, Hessian exactly 0; with the statistics of the batch (training) it is a
+  function of the whole batch and is not affine (:func:`z_score`, Hessian measure > 0).
 """
 
 from __future__ import annotations
@@ -155,7 +156,7 @@ class EllipsoidAxes:
 
 
 def ellipsoid_axes(gain: Sequence[Any]) -> EllipsoidAxes:
-    """Principal axes of ``{G z : z in 1^perp, |z|^2 <= N}`` (Riechers, seed 002), nonzero gains.
+    """Principal axes of ``{G z : z in 1^perp, |z|^2 <= N}`` (Riechers 2024), nonzero gains.
 
     The eigenvalues come from the exact characteristic polynomial of the
     rational matrix ``Pi_2 G^-2 Pi_2`` (factored; roots isolated), so they are

@@ -1,6 +1,7 @@
-"""The Hessian measure of nonlinearity, LayerNorm in groups (LN-G), and the slides' proposition.
+"""The Hessian measure of nonlinearity, LayerNorm in groups (LN-G), and the proposition of Ni et al.
 
-**The measure** (seed 000): ``H(f; x) = sum_i ||d^2 y_i / dx^2||_F^2`` for
+**The measure** (Ni, Guo, Jia and Huang, "On the Nonlinearity of Layer
+Normalization", ICML 2024): ``H(f; x) = sum_i ||d^2 y_i / dx^2||_F^2`` for
 ``y = f(x)``.  It is ``>= 0``, and ``0`` at every ``x`` exactly when ``f`` is
 affine (all second derivatives vanish).  Three ways to compute it here:
 
@@ -24,7 +25,7 @@ Then the group contributes ``(r^4 / k) ((3 n + 6) q - 18 q^2 + 9 q^3)``; with
 ``eps = 0`` (``q = 1``) that is ``3 k (k - 2) / rho^4`` (``3 k (k - 1) / rho^4``
 without centring).
 
-**The proposition** (slides: "given g <= d/3, H(LN-G)/H(LN) >= 1; when
+**The proposition** (Ni et al.: "given g <= d/3, H(LN-G)/H(LN) >= 1; when
 g = d/4, >= d/8"), :func:`ratio_lower_bound`: with ``eps = 0``, ``g`` dividing
 ``d``, groups of size ``k = d/g >= 3`` and no constant group (else LN-G is
 ``0/0``),

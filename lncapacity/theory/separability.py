@@ -1,6 +1,7 @@
 """SSR and LSSR: how separable the classes of a representation are, exactly.
 
-The slides of Ni et al. (seed 000) say only "LSSR is a better index to describe
+Ni, Guo, Jia and Huang ("On the Nonlinearity of Layer Normalization", ICML 2024) say
+"LSSR is a better index to describe
 linear separability than SSR" and "Linear transformations with LN can break
 LSSR".  The definitions are therefore *reconstructed* (proofs/lssr.md), as the
 most natural reading consistent with both sentences:

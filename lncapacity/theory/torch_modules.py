@@ -4,7 +4,7 @@
 contiguous groups of ``num_features // groups`` and applies LayerNorm inside
 each (``centre=False``: RMS normalisation inside each), then an optional
 elementwise affine map, like ``torch.nn.LayerNorm``.  ``groups=1`` equals
-``torch.nn.LayerNorm(num_features)``.  The slides (seed 000) report that LN-G
+``torch.nn.LayerNorm(num_features)``.  Ni et al. (ICML 2024) report that LN-G
 amplifies LayerNorm's nonlinearity; :mod:`lncapacity.theory.hessian` has the
 measure and the proposition (proofs/ln_g_hessian.md).
 

@@ -38,7 +38,7 @@ With ``objective="depth"`` (:mod:`.precise`) the points are carried in ``arb`` b
 instead and scored by rigorous label gaps with no float error: the search keeps folding
 where float64 cannot follow, and float64 faithfulness is reported, not sought.
 
-The package, split by concern (issue 29): :mod:`.state` (a state, how it is scored,
+The package, by concern: :mod:`.state` (a state, how it is scored,
 the float-error bound of its angles), :mod:`.candidates` (the layers worth trying),
 :mod:`.beam` (the search), :mod:`.handoff` (the hand-over to ``runs``),
 :mod:`.readouts` (chord and polygon) and :mod:`.precise` (``objective="depth"``); this

@@ -4,7 +4,7 @@
 :mod:`.candidates` proposes (``_children``), stops at ``k`` boundaries, or hands
 over to ``runs`` (:func:`.handoff.finish`) or gives up when its pace cannot finish;
 small nets trained by Adam compete as starting states (``_trained_starts``).
-proofs/circle_maps.md; issue 18; split out of ``circle.py`` (issue 29).
+proofs/circle_maps.md.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def search(
     state may have more than ``k`` boundaries; the caller finishes it with ``runs``.
 
     ``arcs`` (the default; ``k >= 3``; not with ``tracker``): stop at the first state
-    :func:`.readouts.arcs_lp` reads (False: only at ``k`` boundaries, as before issue 33; for
+    :func:`.readouts.arcs_lp` reads (False: only at ``k`` boundaries, for
     comparison).
 
     ``deadline`` (a ``time.process_time()`` value): the search stops at the first layer

@@ -1,11 +1,10 @@
-"""The layers the circle search tries (``--method circle``, issue 18).
+"""The layers the circle search tries (``--method circle``).
 
 The first layer's 2-D images ``X Q`` and centres ``q`` (``_first_layer``); the poles
 ``q`` of a later layer ``phi -> arg(M (e(phi) - q))``, from pairs of fold points in the
 label gaps (``_fold_poles``) or from fold involutions that swap two pairs of
 label-boundary gaps (``_aligning_poles``); and the projective map ``M`` that
-spreads the points' directions after a pole (``_spread``).  proofs/circle_maps.md;
-split out of ``circle.py`` (issue 29).
+spreads the points' directions after a pole (``_spread``).  proofs/circle_maps.md.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A state whose points occupy an arc narrower than :data:`HANDOFF_ARC` is read by
 ``a . h`` monotone in the angle (:func:`handoff_read`), and ``runs`` folds those
 scalars; :func:`finish` counts the layers that takes, and :class:`Handoff` carries the
 circle layers to :func:`lncapacity.construct.build` with the float64 slack ``runs``
-must respect.  Issue 18; split out of ``circle.py`` (issue 29).
+must respect.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The circle search in ball arithmetic: ``objective="depth"`` (issue 33 §2).
+"""The circle search in ball arithmetic: ``objective="depth"``.
 
 The float-faithful search (``objective="faithful"``) scores a state by its label gaps
 *less* the float64 error its angles carry (``state._carry``), and so gives way where

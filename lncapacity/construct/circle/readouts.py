@@ -1,9 +1,9 @@
 """The circle net's readout: every class one arc (``--method circle``).
 
 Two classes: a chord (:func:`chord`); ``k``: the polygon inscribed at the cuts between
-the arcs (:func:`polygon`, proofs/multiclass.md §7).  Split out of ``circle.py`` (issue 29).
+the arcs (:func:`polygon`, proofs/multiclass.md §7).
 With ``k >= 3`` a class may also lie on several arcs: :func:`arcs_lp` finds the scores by a
-linear program (proofs/multiclass.md §9, issue 33).
+linear program (proofs/multiclass.md §9).
 """
 
 from __future__ import annotations

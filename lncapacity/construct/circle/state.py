@@ -1,4 +1,4 @@
-"""The circle state and its float-error bound (``--method circle``, issue 18).
+"""The circle state and its float-error bound (``--method circle``).
 
 The points after some layers, exactly as float64 computes them (:class:`State`), seen
 in the plane orthogonal to ``(1, 1, 1)`` (:data:`E`, :func:`plane`); how a state is
@@ -6,8 +6,7 @@ scored (label boundaries around the circle and the smallest label gap, each angl
 widened by the float error it may carry: ``_score_orders``) and ranked
 (``_cost``); the bound on that error, carried layer by layer (``_carry``); and
 layers as the exact dyadic rationals their float64 weights are, scaled for ``eps``
-(``_affine``, ``_scaled``).  proofs/circle_maps.md §1 and §6; split out of
-``circle.py`` (issue 29).
+(``_affine``, ``_scaled``).  proofs/circle_maps.md §1 and §6.
 """
 
 from __future__ import annotations
