@@ -1,4 +1,4 @@
-"""An interactive explorer: one self-contained HTML page of a net at work (issue 31).
+"""An interactive explorer: one self-contained HTML page of a net at work.
 
 :func:`page` returns the HTML of three Plotly figures (Plotly's JavaScript inlined, so the
 file works offline, with no server):

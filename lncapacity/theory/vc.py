@@ -198,7 +198,7 @@ def _theorems(arch: str, groups: int, depth: int, dim: int) -> list[Bound]:
     L, g = depth, groups
     out = []
     if arch == "ln3" or g == 1:
-        out.append(Bound(L + 2, "VC >= L + 2 (seed 000)", "proofs/vc_theorem.md", "theorem"))
+        out.append(Bound(L + 2, "VC >= L + 2 (Ni, Guo, Jia, Huang, ICML 2024)", "proofs/vc_theorem.md", "theorem"))
     out.append(
         Bound(2 * L + 1, "any 2L + 1 points (Theorem 1)", "proofs/double_fold.md", "theorem")
     )
