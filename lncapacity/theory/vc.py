@@ -108,7 +108,9 @@ class Sandwich:
 @dataclass(frozen=True)
 class Certified:
     """A shattering certificate in the repository: ``points`` points in ``R^dim`` shattered by
-    ``arch`` nets (``groups`` groups of 3) of depth ``depth``, ``eps = 0``."""
+    ``arch`` nets (``groups`` groups of 3) of depth ``depth``, ``eps = 0``; ``search``: the
+    method of :func:`lncapacity.search.find_net` that wrote it (``benchmarks/bench_vc.py
+    --regenerate`` writes it again)."""
 
     arch: str
     groups: int
@@ -116,10 +118,12 @@ class Certified:
     dim: int
     points: int
     path: str
+    search: str = "circle"
 
 
 CERTIFIED: tuple[Certified, ...] = (
     Certified("ln3", 1, 1, 2, 6, "certificates/shatter-plane-L1-n6.jsonl.gz"),
+    Certified("ln3", 1, 2, 2, 13, "certificates/shatter-plane-L2-n13.jsonl.gz", "sector"),
     Certified("ln3", 1, 3, 1, 9, "certificates/shatter-line-L3-n9.jsonl.gz"),
     Certified("ln3", 1, 4, 1, 11, "certificates/shatter-line-L4-n11.jsonl.gz"),
     Certified("ln3", 1, 4, 1, 13, "certificates/shatter-line-L4-n13.jsonl.gz"),
