@@ -41,7 +41,7 @@ B = np.array([[1.0, 1.0], [-1.0, 1.0], [0.0, -2.0]])
 orthogonal to ``(1, 1, 1)``; layer 1 is ``x -> B (rho x - a)``."""
 BITS = (24, 40, 64)
 """Dyadic roundings tried, in turn, until the certificate accepts."""
-REFINE = 200
+REFINE = 60
 """Random pushes of the best apex (each kept when it widens the smallest label gap)."""
 
 
@@ -86,45 +86,70 @@ def face_samples(Y: np.ndarray) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros((1, 2))
 
 
-def _gaps(Y: np.ndarray, apexes: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Cyclic label changes around each apex (rows of ``apexes``) and a margin: the smallest
-    angle between neighbours of different labels (0 where two points of different labels share
-    a ray), or the distance to the nearest point over the spread of the points if smaller (an
-    apex close to a point turns that point's direction wildly)."""
-    V = Y[None, :, :] - apexes[:, None, :]
-    theta = np.arctan2(V[..., 1], V[..., 0])
-    order = np.argsort(theta, axis=1, kind="stable")
-    srt = np.take_along_axis(theta, order, axis=1)
-    lab = y[order]
-    nxt = np.roll(lab, -1, axis=1)
-    diff = np.diff(np.c_[srt, srt[:, :1] + 2 * math.pi], axis=1)
-    change = lab != nxt
-    gap = np.where(change, diff, np.inf).min(axis=1)
-    near = np.linalg.norm(V, axis=2).min(axis=1) / (float(np.ptp(Y, axis=0).max()) or 1.0)
-    return change.sum(axis=1), np.minimum(gap, near)
+@dataclass(frozen=True)
+class _Directions:
+    """The directions of the points ``Y`` from each apex of ``apexes``, sorted: what does not
+    depend on the labels, computed once per point set."""
+
+    apexes: np.ndarray
+    order: np.ndarray  # per apex, the points by direction
+    diff: np.ndarray  # per apex, the angle from each point (in that order) to the next
+    near: np.ndarray  # per apex, the nearest point's distance over the spread of the points
+
+    @classmethod
+    def of(cls, Y: np.ndarray, apexes: np.ndarray) -> _Directions:
+        V = Y[None, :, :] - apexes[:, None, :]
+        theta = np.arctan2(V[..., 1], V[..., 0])
+        order = np.argsort(theta, axis=1, kind="stable")
+        srt = np.take_along_axis(theta, order, axis=1)
+        diff = np.diff(np.c_[srt, srt[:, :1] + 2 * math.pi], axis=1)
+        near = np.linalg.norm(V, axis=2).min(axis=1) / (float(np.ptp(Y, axis=0).max()) or 1.0)
+        return cls(apexes, order, diff, near)
+
+    def gaps(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Cyclic label changes around each apex and a margin: the smallest angle between
+        neighbours of different labels (0 where two points of different labels share a ray),
+        or the distance to the nearest point if smaller (an apex close to a point turns that
+        point's direction wildly)."""
+        lab = y[self.order]
+        change = lab != np.roll(lab, -1, axis=1)
+        gap = np.where(change, self.diff, np.inf).min(axis=1)
+        return change.sum(axis=1), np.minimum(gap, self.near)
 
 
-def plan(
-    Y: np.ndarray, y: Sequence[int], most: int, samples: np.ndarray | None = None, seed: int = 0
-) -> Plan | None:
-    """The apex with at most ``most`` cyclic label changes and the widest smallest label gap,
-    among :func:`face_samples` (or ``samples``), then pushed at random; None if no face has few
-    enough changes (then no apex has: every apex has the order of a face's, or is on a line
-    through two points, where a nearby face keeps its changes)."""
+_CACHE: dict[bytes, _Directions] = {}
+
+
+def _directions(Y: np.ndarray) -> _Directions:
+    """:class:`_Directions` from the :func:`face_samples` of ``Y`` (kept for the last few point
+    sets: a shattering asks for every labeling of one set)."""
+    key = Y.tobytes()
+    if key not in _CACHE:
+        if len(_CACHE) >= 4:
+            _CACHE.clear()
+        _CACHE[key] = _Directions.of(Y, face_samples(Y))
+    return _CACHE[key]
+
+
+def plan(Y: np.ndarray, y: Sequence[int], most: int, seed: int = 0) -> Plan | None:
+    """The apex with at most ``most`` cyclic label changes and the widest margin
+    (:meth:`_Directions.gaps`) among :func:`face_samples`, then pushed at random; None if no face
+    has few enough changes (then no apex has: every apex off the lines through two points sees
+    a face's order, and one on such a line does no more than a face beside it)."""
     lab = np.asarray(y)
-    cand = face_samples(Y) if samples is None else samples
-    changes, gap = _gaps(Y, cand, lab)
+    directions = _directions(Y)
+    changes, gap = directions.gaps(lab)
     ok = np.flatnonzero((changes <= most) & (gap > 0))
     if not len(ok):
         return None
     best = int(ok[np.argmax(gap[ok])])
-    a, g = cand[best], float(gap[best])
+    a, g = directions.apexes[best], float(gap[best])
     rng = np.random.default_rng(seed)
     spread = float(np.ptp(Y, axis=0).max()) or 1.0
     step = spread / 8
     for _ in range(REFINE):
         trial = a + rng.normal(scale=step, size=(16, 2))
-        c, gg = _gaps(Y, trial, lab)
+        c, gg = _Directions.of(Y, trial).gaps(lab)
         gg = np.where(c <= most, gg, -1.0)
         k = int(np.argmax(gg))
         if gg[k] > g:
@@ -133,7 +158,7 @@ def plan(
             step /= 1.5
         if step < spread * 1e-9:
             break
-    c, _ = _gaps(Y, a[None, :], lab)
+    c, _ = _Directions.of(Y, a[None, :]).gaps(lab)
     return Plan(np.eye(2), a, int(c[0]), g)
 
 
