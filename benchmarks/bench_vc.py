@@ -43,9 +43,7 @@ def _cell(b) -> str:
 
 def sandwich_tables(depths: list[int], groups: list[int]) -> None:
     for eps, regime in (("0", "eps = 0"), (POSITIVE, "eps > 0")):
-        out(
-            f"\n## VC dimension of width-3 LN-Nets ({regime}): lower / upper bound, with sources\n"
-        )
+        out(f"\n## VC dimension of width-3 LN-Nets ({regime}): lower / upper bound, with sources\n")
         out("| L | d = 1 | d = 2 | d = 3 |")
         out("|---|---|---|---|")
         for L in depths:
