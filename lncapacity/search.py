@@ -9,6 +9,9 @@ accepts it.  With ``method="circle"`` it first runs the combinatorial search of
 :mod:`lncapacity.construct.circle` (whole circle maps per layer, no PyTorch;
 :func:`find_circle_net`), which reaches far more than ``L + 2`` points
 (proofs/circle_maps.md, the VC table), and Adam only for what that misses.
+With ``method="sector"`` (points of the plane, ``eps = 0``) the sector construction comes
+first, no search at all when the labels change at most four times around some apex
+(proofs/sector_theorem.md, Proposition 5).
 A labeling for which nothing is found is reported as such: that
 is evidence, not a proof, that no net exists.
 
