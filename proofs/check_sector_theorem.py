@@ -326,8 +326,11 @@ def test_theorems_2_and_3_against_exact_enumeration(N):
         H = _halfplane_sets(X)
         H_bound = 2 * sum(comb(N - 1, i) for i in range(3))
         assert len(H) <= H_bound
-        pairs = {a & b for a in H for b in H} | {a | b for a in H for b in H}
+        wedges = {a & b for a in H for b in H}
+        pairs = wedges | {a | b for a in H for b in H}
         assert S.sector_labelings(X, 2) <= pairs  # Theorem 3
+        if N == 6:  # two half-planes shatter no 6 points
+            assert len(wedges) < 64
 
 
 def test_a_local_search_best_seven_points_at_depth_one():
@@ -382,12 +385,14 @@ def test_signs_of_determinants_decide_the_cyclic_order():
 
 
 def test_the_table_of_section_6():
-    assert [S.sector_vc(L, 2) for L in range(1, 9)] == [15, 27, 43, 70, 117, 204, 365, 670]
+    assert [S.sector_vc(L, 2) for L in range(1, 9)] == [11, 27, 43, 70, 117, 204, 365, 670]
     assert [S.sector_vc(L, 3) for L in range(1, 9)] == [24, 64, 84, 119, 178, 280, 465, 802]
     assert [warren_vc(L, 2) for L in range(1, 9)] == [93, 210, 363, 552, 775, 1032, 1323, 1647]
     assert [warren_vc(L, 3) for L in range(1, 9)] == [114, 238, 398, 593, 822, 1085, 1382, 1712]
 
-    # without Theorem 3 depth 1 in the plane gives 17
+    # depth 1 in the plane: 11 by wedges (Sauer), 15 by half-plane pairs, 17 by Theorem 2
+    assert S.first_unshattered(S.wedge_growth) - 1 == 11
+    assert S.first_unshattered(lambda N: S.halfspace_pairs_growth(N, 2)) - 1 == 15
     def growth(N):
         if N < 4:
             return 2**N

@@ -18,10 +18,11 @@ enumerates exactly (:func:`sector_labelings`, for small point sets of the plane)
   in ``D = d (d + 1) / 2`` Plücker coordinates: at most :func:`orders_bound` orders up to
   reversal.
 * Depth 1 (``K = 2``): a wedge or the complement of one, so two half-spaces decide
-  (:func:`halfspace_pairs_growth`).
+  (:func:`halfspace_pairs_growth`); in the plane, wedges shatter no 6 points
+  (:func:`wedge_growth`).
 
 >>> [sector_vc(L, 2) for L in (1, 2, 3, 4)]
-[15, 27, 43, 70]
+[11, 27, 43, 70]
 >>> [sector_vc(L, 3) for L in (1, 2, 3, 4)]
 [24, 64, 84, 119]
 """
@@ -87,6 +88,8 @@ def sector_growth(N: int, depth: int, dim: int) -> int:
     count = per_order(N, K) + (S - 1) * per_swap(N, K)
     if depth == 1:
         count = min(count, halfspace_pairs_growth(N, dim))
+        if dim == 2:
+            count = min(count, wedge_growth(N))
     return count
 
 
@@ -95,6 +98,13 @@ def halfspace_pairs_growth(N: int, dim: int) -> int:
     dichotomies of ``N`` points of ``R^dim``): intersections and unions of two of them."""
     H = 2 * sum(comb(N - 1, i) for i in range(dim + 1))
     return H * (H + 1)
+
+
+def wedge_growth(N: int) -> int:
+    """``2 sum_(i <= 5) C(N, i)``: intersections of two half-planes shatter no 6 points, so by
+    Sauer's lemma they cut at most ``sum_(i <= 5) C(N, i)`` subsets from ``N`` points of the
+    plane, and their complements as many (proofs/sector_theorem.md, Theorem 3)."""
+    return 2 * sum(comb(N, i) for i in range(6))
 
 
 def first_unshattered(growth: Callable[[int], int], start: int = 1) -> int:
@@ -131,6 +141,8 @@ def _log2_growth(N: int, depth: int, dim: int) -> float:
     if depth == 1:
         H = 1 + lsum([lc(N - 1, i) for i in range(min(dim, N - 1) + 1)])
         g = min(g, 2 * H + 2 ** (-H) / math.log(2))
+        if dim == 2:
+            g = min(g, 1 + lsum([lc(N, i) for i in range(6)]))
     return g
 
 
