@@ -393,6 +393,7 @@ def test_the_table_of_section_6():
     # depth 1 in the plane: 11 by wedges (Sauer), 15 by half-plane pairs, 17 by Theorem 2
     assert S.first_unshattered(S.wedge_growth) - 1 == 11
     assert S.first_unshattered(lambda N: S.halfspace_pairs_growth(N, 2)) - 1 == 15
+
     def growth(N):
         if N < 4:
             return 2**N
