@@ -9,9 +9,9 @@ accepts it.  With ``method="circle"`` it first runs the combinatorial search of
 :mod:`lncapacity.construct.circle` (whole circle maps per layer, no PyTorch;
 :func:`find_circle_net`), which reaches far more than ``L + 2`` points
 (proofs/circle_maps.md, the VC table), and Adam only for what that misses.
-With ``method="sector"`` (points of the plane, ``eps = 0``) the sector construction comes
-first, no search at all when the labels change at most four times around some apex
-(proofs/sector_theorem.md, Proposition 5).
+With ``method="sector"`` (``eps = 0``) the sector construction comes first, no search at all
+when the labels change at most four times around some apex of the plane, or twice around
+some line of ``R^3`` and beyond (proofs/sector_theorem.md, Proposition 5).
 A labeling for which nothing is found is reported as such: that
 is evidence, not a proof, that no net exists.
 
@@ -60,13 +60,14 @@ def find_net(
     """A certified width-3 net with exactly ``depth`` layers for ``points``, or None.
 
     ``method``: ``"adam"`` (PyTorch), ``"circle"`` (:func:`find_circle_net` with
-    ``restarts`` seeds first, then Adam) or ``"sector"`` (points of the plane, eps = 0: the
-    sector construction, :func:`lncapacity.construct.sector.sector_net`, when the labels change
-    at most ``2^min(depth, 2)`` times around some apex; else as ``"circle"``).
+    ``restarts`` seeds first, then Adam) or ``"sector"`` (eps = 0: the sector construction,
+    :func:`lncapacity.construct.sector.sector_net`, when the labels change at most
+    ``2^min(depth, 2)`` times around some apex of the plane, or twice around a flat of ``R^d``;
+    else as ``"circle"``).
     """
     if method not in METHODS:
         raise InputError(f"unknown search method {method!r} (choose {', '.join(METHODS)})")
-    if method == "sector" and points.d == 2 and eps == 0 and depth >= 1:
+    if method == "sector" and points.d >= 2 and eps == 0 and depth >= 1:
         from .construct.sector import sector_net
 
         try:

@@ -115,28 +115,30 @@ def test_gains_and_biases_fold_into_the_next_map():
 
 def _first_map(net):
     """``(N, c)`` with the first layer's centred pre-activation ``B (B^T B)^-1 (N x + c)``:
-    ``N = B^T W_1``, ``c = B^T b_1`` (rational)."""
+    ``N = B^T W_1`` (``2 x d``), ``c = B^T b_1`` (rational)."""
     W, b = net.layers[0].W, net.layers[0].b
-    N = [[sum(B[i][r] * W[i][j] for i in range(3)) for j in range(2)] for r in range(2)]
+    d = len(W[0])
+    N = [[sum(B[i][r] * W[i][j] for i in range(3)) for j in range(d)] for r in range(2)]
     c = [sum(B[i][r] * b[i] for i in range(3)) for r in range(2)]
     return N, c
 
 
 def sector_changes(net, X, labels):
     """The label changes of the classified points (``labels[i]`` None: not classified) around
-    the net's own apex (rank 2), along its projection (rank 1), or 0 (rank 0); asserts that
-    points on one ray (one projection value) share their label."""
+    the net's own apex: the directions of ``pi(x) = N x + c`` (rank 2), or along ``N``'s row
+    (rank 1), or 0 (rank 0); asserts that points on one ray (one projection value) share their
+    label."""
     N, c = _first_map(net)
-    det = N[0][0] * N[1][1] - N[0][1] * N[1][0]
+    d = len(N[0])
     pts = [(x, lab) for x, lab in zip(X, labels, strict=True) if lab is not None]
     if not pts:
         return 0
-    if det != 0:
-        apex = (
-            (-c[0] * N[1][1] + c[1] * N[0][1]) / det,
-            (-c[1] * N[0][0] + c[0] * N[1][0]) / det,
-        )
-        groups = S.cyclic_order([x for x, _ in pts], apex)
+    rank2 = any(N[0][i] * N[1][j] - N[0][j] * N[1][i] != 0 for i in range(d) for j in range(d))
+    if rank2:
+        images = [
+            tuple(sum(N[r][j] * x[j] for j in range(d)) + c[r] for r in range(2)) for x, _ in pts
+        ]
+        groups = S.cyclic_order(images, (fmpq(0), fmpq(0)))
         labs = []
         for g in groups:
             assert len({pts[i][1] for i in g}) == 1  # one label per ray
@@ -149,7 +151,7 @@ def sector_changes(net, X, labels):
     u = rows[0]
     by_t = {}
     for x, lab in pts:
-        by_t.setdefault(u[0] * x[0] + u[1] * x[1], set()).add(lab)
+        by_t.setdefault(sum(u[j] * x[j] for j in range(d)), set()).add(lab)
     assert all(len(v) == 1 for v in by_t.values())
     seq = [next(iter(by_t[t])) for t in sorted(by_t)]
     return sum(a != b for a, b in itertools.pairwise(seq))
@@ -226,9 +228,10 @@ def _certificate_sector_changes(name, every):
         ("shatter-plane-L2-n13.jsonl.gz", 64, 4),
         ("shatter-plane-L3-n14.jsonl.gz", 256, 4),
         ("shatter-plane-L4-n14.jsonl.gz", 256, 4),
+        ("shatter-space-L1-n10.jsonl.gz", 1, 2),
     ],
 )
-def test_theorem_1_on_the_nets_of_the_plane_certificates(name, every, most):
+def test_theorem_1_on_the_nets_of_the_certificates(name, every, most):
     if not (CERTIFICATES / name).is_file():
         pytest.skip(f"{name} not shipped")
     assert _certificate_sector_changes(name, every) >= most

@@ -5,6 +5,7 @@ the enumeration proves right."""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -59,7 +60,7 @@ def test_deeper_nets_are_padded_and_bad_input_refused():
     y = labels_of(0b000111, 6)
     net = sector_net(_point_set(HEXAGON, y), 4)
     assert net.depth == 4 and certify(net, HEXAGON, y, workers=1).all_certified
-    with pytest.raises(InputError, match="plane"):
+    with pytest.raises(InputError, match=r"not R\^1"):
         sector_net(_point_set([(fmpq(k),) for k in range(3)], [0, 1, 0]), 2)
 
 
@@ -86,3 +87,22 @@ def test_the_shipped_plane_row_at_depth_two_is_the_sector_construction():
             kinds.add(_decode(rec, header).meta.get("method"))
     assert kinds == {"sector"}
     assert json.dumps([[str(v) for v in p] for p in header.points]).count("/") >= 13
+
+
+def test_in_space_two_half_spaces_give_the_depth_one_nets():
+    from lncapacity.construct.sector import halfspace_sets, wedge_plan
+
+    X = [(fmpq(a), fmpq(b), fmpq(c)) for a, b, c in SPACE]
+    Y = _floats(X)
+    sets = halfspace_sets(Y)
+    assert len(sets) <= 2 * sum(math.comb(6, i) for i in range(4))  # Cover's count
+    wedges = {a & b for a in sets for b in sets}
+    assert len(wedges | {127 ^ w for w in wedges}) == 128  # seven points shattered at depth 1
+    for k in (0b0101010, 0b1100110, 0b0011101):
+        y = labels_of(k, 7)
+        assert wedge_plan(Y, np.array(y)) is not None
+        net = sector_net(_point_set(X, y), 1)
+        assert net.input_dim == 3 and certify(net, X, y, workers=1).all_certified
+
+
+SPACE = [(3, 1, 4), (-1, 5, -9), (2, -6, 5), (-3, 5, 8), (9, -7, 9), (-3, -2, 3), (8, 4, -6)]

@@ -83,7 +83,9 @@ def test_the_plane_and_space_with_eps_zero_use_the_sector_count():
             "eps = 0",
         )
         assert sandwich("ln3", L, 3).upper.value == space
-    # the targets: upper / lower at most 5 in the plane, 10 in R^3 (L <= 3)
+    s = sandwich("ln3", 1, 3)  # an apex line shatters more than an apex: 10 points at depth 1
+    assert (s.lower.value, s.lower.source) == (10, "certificates/shatter-space-L1-n10.jsonl.gz")
+    # upper / lower at most 5 in the plane (L <= 4), 10 in R^3 (L <= 3)
     assert all(sandwich("ln3", L, 2).upper.value <= 5 * sandwich("ln3", L, 2).lower.value
                for L in (1, 2, 3, 4))  # fmt: skip
     assert all(sandwich("ln3", L, 3).upper.value <= 10 * sandwich("ln3", L, 3).lower.value

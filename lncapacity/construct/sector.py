@@ -162,6 +162,69 @@ def plan(Y: np.ndarray, y: Sequence[int], most: int, seed: int = 0) -> Plan | No
     return Plan(np.eye(2), a, int(c[0]), g)
 
 
+def halfspace_sets(Y: np.ndarray) -> dict[int, tuple[int, ...]]:
+    """The dichotomies of the points ``Y`` (``N x d``, general position) by affine half-spaces,
+    as bit masks, each with the ``d`` points whose hyperplane, moved a little, realises it:
+    every such dichotomy is one of a hyperplane through ``d`` points with those points put on
+    either side."""
+    N, d = Y.shape
+    full = (1 << N) - 1
+    out: dict[int, tuple[int, ...]] = {0: (), full: ()}
+    for idx in itertools.combinations(range(N), d):
+        _, _, Vt = np.linalg.svd(np.c_[Y[list(idx)], np.ones(d)])
+        s = Y @ Vt[-1][:d] + Vt[-1][d]
+        side = sum(1 << k for k in range(N) if k not in idx and s[k] > 0)
+        for extra in range(1 << d):
+            k = side | sum(((extra >> t) & 1) << idx[t] for t in range(d))
+            out.setdefault(k, idx)
+            out.setdefault(k ^ full, idx)
+    return out
+
+
+def _separating(Y: np.ndarray, mask: int) -> tuple[np.ndarray, float, float]:
+    """``(w, c, margin)``: the affine ``w . x + c`` positive on the points of ``mask`` and
+    negative on the others with the widest margin (``|w|, |c| <= 1``; a linear program)."""
+    from scipy.optimize import linprog
+
+    N, d = Y.shape
+    sign = np.array([1.0 if (mask >> k) & 1 else -1.0 for k in range(N)])
+    # variables w (d), c, t: maximise t with sign (w . x + c) >= t
+    A = np.c_[-sign[:, None] * Y, -sign, np.ones(N)]
+    res = linprog(
+        np.r_[np.zeros(d + 1), -1.0],
+        A_ub=A,
+        b_ub=np.zeros(N),
+        bounds=[(-1, 1)] * (d + 1) + [(None, 1)],
+        method="highs",
+    )
+    x = res.x if res.status == 0 else np.zeros(d + 2)
+    return x[:d], float(x[d]), float(x[d + 1])
+
+
+def wedge_plan(Y: np.ndarray, y: Sequence[int]) -> Plan | None:
+    """A plan with two changes for points of any dimension: the label-1 points are where two
+    affine functions are both positive, or the label-0 points are (proofs/sector_theorem.md,
+    Theorem 3); ``pi(x) = (h_1(x), h_2(x))``.  None if no two half-spaces do it."""
+    N = len(Y)
+    full, pos = (1 << N) - 1, sum(1 << k for k in range(N) if y[k])
+    sets = list(halfspace_sets(Y))
+    best = None
+    for target in (pos, full ^ pos):
+        for i, a in enumerate(sets):
+            if a & target != target:
+                continue
+            for b in sets[i:]:
+                if a & b == target:
+                    (wa, ca, ma), (wb, cb, mb) = _separating(Y, a), _separating(Y, b)
+                    if min(ma, mb) > 0 and (best is None or min(ma, mb) > best[0]):
+                        best = (min(ma, mb), np.array([wa, wb]), np.array([-ca, -cb]))
+        if best is not None:
+            break
+    if best is None:
+        return None
+    return Plan(best[1], best[2], 2, best[0])
+
+
 def _dyadic(x: float, bits: int) -> fmpq:
     return fmpq(round(x * 2**bits), 2**bits)
 
@@ -278,16 +341,17 @@ def _fold(H: np.ndarray, lab: np.ndarray, bits: int) -> Affine[fmpq] | None:
 def sector_net(points: PointSet, depth: int, classes: Sequence[object] = (0, 1)) -> LNNet[fmpq]:
     """A certified width-3 net with exactly ``depth`` layers, eps 0, for points of the plane
     whose labels change at most twice (``depth >= 1``) or four times (``depth >= 2``) around
-    some apex.  Raises :class:`InputError` when no apex has few enough changes for ``depth``,
-    or (not expected) when no rounding in :data:`BITS` is certified."""
-    if points.d != 2:
-        raise InputError(f"the sector construction takes points of the plane, not R^{points.d}")
+    some apex, or points of ``R^d`` (``d >= 3``) whose label-1 or label-0 points are where two
+    affine functions are positive (:func:`wedge_plan`).  Raises :class:`InputError` when no apex
+    has few enough changes, or (not expected) when no rounding in :data:`BITS` is certified."""
+    if points.d < 2:
+        raise InputError("the sector construction takes points of the plane or beyond, not R^1")
     if depth < 1:
         raise InputError(f"the sector construction needs depth >= 1, got {depth}")
     y = np.array([list(classes).index(label) for label in points.y])
     Y = np.array(points.floats(), dtype=float)
-    most = 2 if depth == 1 else 4
-    p = plan(Y, y, most)
+    most = 2 if depth == 1 or points.d > 2 else 4
+    p = plan(Y, y, most) if points.d == 2 else wedge_plan(Y, y)
     if p is None:
         raise InputError(f"no apex around which the labels change at most {most} times")
     for bits in BITS:

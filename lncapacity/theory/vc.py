@@ -124,6 +124,7 @@ class Certified:
 CERTIFIED: tuple[Certified, ...] = (
     Certified("ln3", 1, 1, 2, 6, "certificates/shatter-plane-L1-n6.jsonl.gz"),
     Certified("ln3", 1, 2, 2, 13, "certificates/shatter-plane-L2-n13.jsonl.gz", "sector"),
+    Certified("ln3", 1, 1, 3, 10, "certificates/shatter-space-L1-n10.jsonl.gz", "sector"),
     Certified("ln3", 1, 3, 1, 9, "certificates/shatter-line-L3-n9.jsonl.gz"),
     Certified("ln3", 1, 4, 1, 11, "certificates/shatter-line-L4-n11.jsonl.gz"),
     Certified("ln3", 1, 4, 1, 13, "certificates/shatter-line-L4-n13.jsonl.gz"),
