@@ -14,10 +14,13 @@ change at most ``2^L`` times around the apex is the one candidate shape for a de
   the fold merges the circle by the lines through its pole), so after the fold that label fills
   one arc, which the chord cuts off (depth ``>= 2``).
 
-Later layers are the identity on the circle.  :func:`sector_net` finds an apex (the sample
-points of the faces of the arrangement of the lines through two points, each then pushed to
-widen its smallest label gap), builds the net in floats, rounds it to dyadic rationals and keeps
-the first rounding that :func:`lncapacity.certify.certify` accepts.  Binary labels.
+Later layers are the identity on the circle.  In the plane :func:`sector_net` finds an apex
+(the sample points of the faces of the arrangement of the lines through two points, the best
+then pushed to widen its smallest label gap); in ``R^d``, ``d >= 3``, it takes two changes only,
+from two half-spaces whose intersection (or its complement) is the label-1 set
+(:func:`wedge_plan`, the shape Theorem 3 of the proof gives them).  It builds the net in floats,
+rounds it to dyadic rationals and keeps the first rounding that
+:func:`lncapacity.certify.certify` accepts.  Binary labels.
 """
 
 from __future__ import annotations
