@@ -65,6 +65,10 @@ def test_the_line_at_depth_two_and_beyond():
     )
     s = sandwich("ln3", 3, 2)  # the circle search's 14 points in the plane (certified)
     assert (s.lower.value, s.lower.source) == (14, "certificates/shatter-plane-L3-n14.jsonl.gz")
+    s = sandwich("ln3", 4, 2)  # and at depth 4 (certified): above the line's 13
+    assert (s.lower.value, s.lower.source) == (14, "certificates/shatter-plane-L4-n14.jsonl.gz")
+    s = sandwich("ln3", 2, 2)  # the sector construction's 13 points at depth 2 (certified)
+    assert (s.lower.value, s.lower.source) == (13, "certificates/shatter-plane-L2-n13.jsonl.gz")
     s = sandwich("ln3", 11, 1)  # the line bound up to L = 11, the counting bound from L = 12 on
     assert s.upper.value == line_bound(11) == 2049 < warren_vc(11, 1)
     s = sandwich("ln3", 12, 1)
