@@ -9,6 +9,9 @@ accepts it.  With ``method="circle"`` it first runs the combinatorial search of
 :mod:`lncapacity.construct.circle` (whole circle maps per layer, no PyTorch;
 :func:`find_circle_net`), which reaches far more than ``L + 2`` points
 (proofs/circle_maps.md, the VC table), and Adam only for what that misses.
+With ``method="sector"`` (``eps = 0``) the sector construction comes first, no search at all
+when the labels change at most four times around some apex of the plane, or twice around
+some line of ``R^3`` and beyond (proofs/sector_theorem.md, Proposition 5).
 A labeling for which nothing is found is reported as such: that
 is evidence, not a proof, that no net exists.
 
@@ -28,6 +31,7 @@ from .model import Affine, LNNet
 from .reproducible import torch_one_thread
 
 WIDTH = 3
+METHODS = ("adam", "circle", "sector")
 
 
 def _torch():  # type: ignore[no-untyped-def]
@@ -55,12 +59,22 @@ def find_net(
 ) -> LNNet[fmpq] | None:
     """A certified width-3 net with exactly ``depth`` layers for ``points``, or None.
 
-    ``method``: ``"adam"`` (PyTorch) or ``"circle"`` (:func:`find_circle_net` with
-    ``restarts`` seeds first, then Adam).
+    ``method``: ``"adam"`` (PyTorch), ``"circle"`` (:func:`find_circle_net` with
+    ``restarts`` seeds first, then Adam) or ``"sector"`` (eps = 0: the sector construction,
+    :func:`lncapacity.construct.sector.sector_net`, when the labels change at most
+    ``2^min(depth, 2)`` times around some apex of the plane, or twice around a flat of ``R^d``;
+    else as ``"circle"``).
     """
-    if method not in ("adam", "circle"):
-        raise InputError(f"unknown search method {method!r} (choose adam or circle)")
-    if method == "circle":
+    if method not in METHODS:
+        raise InputError(f"unknown search method {method!r} (choose {', '.join(METHODS)})")
+    if method == "sector" and points.d >= 2 and eps == 0 and depth >= 1:
+        from .construct.sector import sector_net
+
+        try:
+            return sector_net(points, depth, classes)
+        except InputError:
+            pass
+    if method in ("circle", "sector"):
         net = find_circle_net(points, depth, eps, classes, restarts=restarts, seed=seed)
         if net is not None:
             return net

@@ -114,3 +114,101 @@ def test_lemma_3_a_width_three_net_inside_an_ln_g_net():
                 a = small.map(arb).forward(x, arb.sqrt)
                 b = net.map(arb).forward(x, arb.sqrt)
                 assert all(abs(p - r) < arb("1e-50") for p, r in zip(a, b, strict=True))
+
+
+# --- section 5: on a line, at most g^L 2^(gL) label changes -------------------------------------
+
+
+def _ln_g_line_tower(net: LNNet, g: int):
+    """``F = Pi_L (z_1 - z_0)`` along the line ``t -> net(t)`` of an LN-G net on ``R`` with ``g``
+    groups of 3 per layer, in the net's own form, homogeneous (section 5): the ``rho`` of group
+    ``k`` of layer ``l`` is variable ``r{(l-1) g + k}``, ``rho^2 = var + eps Pi_(l-1)^2``."""
+    from flint import fmpq_mpoly_ctx
+
+    L = net.depth
+    ctx = fmpq_mpoly_ctx.get(("t", *[f"r{j}" for j in range(g * L)]), "lex")
+    t, *r = ctx.gens()
+    one = ctx.from_dict({(0,) * (g * L + 1): 1})
+
+    def centred(Y):
+        out = []
+        for k in range(g):
+            block = Y[3 * k : 3 * k + 3]
+            mean = (block[0] + block[1] + block[2]) * fmpq(1, 3)
+            out += [y - mean for y in block]
+        return out
+
+    first = net.layers[0]
+    Y = [first.W[i][0] * t + first.b[i] for i in range(3 * g)]
+    norms, prev = [], one
+    for lay in range(L):
+        if lay:  # Y_(l+1) Pi_l = W [C_k prod_(j != k) rho_j]_k + b Pi_l
+            rho = r[(lay - 1) * g : lay * g]
+            C, h = centred(Y), []
+            for k in range(g):
+                others = one
+                for j in range(g):
+                    if j != k:
+                        others *= rho[j]
+                h += [c * others for c in C[3 * k : 3 * k + 3]]
+            layer = net.layers[lay]
+            prev = one
+            for v in rho:
+                prev *= v
+            Y = [
+                sum((layer.W[i][j] * h[j] for j in range(3 * g)), layer.b[i] * prev)
+                for i in range(3 * g)
+            ]
+        C = centred(Y)
+        for k in range(g):
+            block = C[3 * k : 3 * k + 3]
+            norms.append(sum(c * c for c in block) * fmpq(1, 3) + net.eps * prev**2)
+    rho = r[(L - 1) * g :]
+    C, (R0, R1), (b0, b1) = centred(Y), net.readout.W, net.readout.b
+    Pi = one
+    for v in rho:
+        Pi *= v
+    F = (b1 - b0) * Pi
+    for k in range(g):
+        others = one
+        for j in range(g):
+            if j != k:
+                others *= rho[j]
+        F += sum((R1[i] - R0[i]) * C[i] for i in range(3 * k, 3 * k + 3)) * others
+    return F, ctx, norms
+
+
+def _random_ln_g_line_net(rng, g, L, eps):
+    def q():
+        return fmpq(rng.randint(-6, 6), rng.randint(1, 4))
+
+    n = 3 * g
+    layers = [Affine(tuple((q(),) for _ in range(n)), tuple(q() for _ in range(n)))]
+    layers += [
+        Affine(tuple(tuple(q() for _ in range(n)) for _ in range(n)), tuple(q() for _ in range(n)))
+        for _ in range(L - 1)
+    ]
+    readout = Affine(tuple(tuple(q() for _ in range(n)) for _ in range(2)), (q(), q()))
+    return LNNet(1, n, eps, tuple(layers), readout, (0, 1), norms=(Norm(groups=g),) * L)
+
+
+@pytest.mark.parametrize("g, L, nets, least", [(2, 1, 8, 2), (3, 1, 3, 2), (2, 2, 2, 1)])
+def test_theorem_3_on_a_line_the_label_changes_at_most_g_to_the_L_2_to_the_gL(g, L, nets, least):
+    from check_circle_maps import _changes, _eliminated, _sign_at, _signs_between_roots
+
+    from lncapacity.theory.vc import line_bound
+
+    rng = random.Random(10 * g + L)
+    most = 0
+    for _ in range(nets):
+        net = _random_ln_g_line_net(rng, g, L, fmpq(1, 10))
+        F, ctx, norms = _ln_g_line_tower(net, g)
+        with precision(200):  # the tower has the sign of the net's score
+            for x in (fmpq(-3), fmpq(1, 3), fmpq(7, 2)):
+                z = net.map(arb).forward([arb(x)], arb.sqrt)
+                assert (z[1] - z[0] > 0) == (_sign_at(F, norms, x) > 0)
+        degree = _eliminated(F, ctx, norms).degree()
+        changes = _changes(_signs_between_roots(F, ctx, norms), cyclic=False)
+        assert degree <= g**L * 2 ** (g * L) and changes <= degree
+        most = max(most, changes)
+    assert line_bound(L, g) == g**L * 2 ** (g * L) + 1 and most >= least

@@ -67,12 +67,51 @@ def test_the_line_at_depth_two_and_beyond():
     assert (s.lower.value, s.lower.source) == (14, "certificates/shatter-plane-L3-n14.jsonl.gz")
     s = sandwich("ln3", 4, 2)  # and at depth 4 (certified): above the line's 13
     assert (s.lower.value, s.lower.source) == (14, "certificates/shatter-plane-L4-n14.jsonl.gz")
+    s = sandwich("ln3", 2, 2)  # the sector construction's 13 points at depth 2 (certified)
+    assert (s.lower.value, s.lower.source) == (13, "certificates/shatter-plane-L2-n13.jsonl.gz")
     s = sandwich("ln3", 11, 1)  # the line bound up to L = 11, the counting bound from L = 12 on
     assert s.upper.value == line_bound(11) == 2049 < warren_vc(11, 1)
     s = sandwich("ln3", 12, 1)
     assert s.upper.value == warren_vc(12, 1) < line_bound(12) == 4097
     s = sandwich("ln-g", 1, 1, 5)
     assert (s.lower.value, s.lower.source) == (11, "proofs/ln_g_vc.md")
+
+
+def test_the_plane_and_space_with_eps_zero_use_the_sector_count():
+    # the sector theorem's count (proofs/sector_theorem.md), for eps = 0 only
+    for L, plane, space in ((1, 11, 24), (2, 27, 64), (3, 43, 84), (4, 70, 119)):
+        s = sandwich("ln3", L, 2)
+        assert (s.upper.value, s.upper.source, s.upper.holds) == (
+            plane,
+            "proofs/sector_theorem.md",
+            "eps = 0",
+        )
+        assert sandwich("ln3", L, 3).upper.value == space
+    s = sandwich("ln3", 1, 3)  # an apex line shatters more than an apex: 10 points at depth 1
+    assert (s.lower.value, s.lower.source) == (10, "certificates/shatter-space-L1-n10.jsonl.gz")
+    # upper / lower at most 5 in the plane (L <= 4), 10 in R^3 (L <= 3)
+    assert all(sandwich("ln3", L, 2).upper.value <= 5 * sandwich("ln3", L, 2).lower.value
+               for L in (1, 2, 3, 4))  # fmt: skip
+    assert all(sandwich("ln3", L, 3).upper.value <= 10 * sandwich("ln3", L, 3).lower.value
+               for L in (1, 2, 3))  # fmt: skip
+    # the count grows like N^(2^L): Warren's bound is smaller again from L = 11 on
+    assert sandwich("ln3", 10, 2).upper.value == 2380 < warren_vc(10, 2)
+    assert sandwich("ln3", 11, 2).upper.source == "proofs/vc_upper.md"
+
+
+def test_eps_above_zero_keeps_warren_and_every_lower_bound():
+    zero, positive = sandwich("ln3", 3, 2), sandwich("ln3", 3, 2, eps="1/10")
+    assert positive.upper.value == warren_vc(3, 2) == 363 and positive.upper.holds == "eps >= 0"
+    assert positive.lower.value == zero.lower.value  # sector_theorem.md, section 7
+    assert "kept for eps > 0" in positive.lower.name
+    assert all(b.holds == "eps >= 0" for b in positive.uppers)
+    # on a line the line bound holds for every eps
+    assert sandwich("ln3", 3, 1, eps="1e-5").upper.value == 9
+    # LN-G on a line: the zero count, any eps (ln_g_vc.md, section 5)
+    s = sandwich("ln-g", 1, 1, 2, eps="1e-5")
+    assert (s.upper.value, s.upper.source) == (9, "proofs/ln_g_vc.md")
+    assert [sandwich("ln-g", 2, 1, g).upper.value for g in (2, 3)] == [65, 577]
+    assert line_bound(3) == 9 and line_bound(1, 2) == 9 and line_bound(2, 2) == 65
 
 
 def test_the_break_bound_is_the_least_depth_for_the_label_changes_along_a_line():
@@ -105,11 +144,31 @@ def test_the_text_names_the_sources(capsys):
     code, out, _ = _vc(capsys, "--depth", "2")
     assert code == 0 and "5 <= VC <= 5   (gap 0)" in out
     assert "proofs/double_fold.md" in out and "proofs/circle_maps.md" in out
+    code, out, _ = _vc(capsys, "--depth", "2", "--dim", "2", "--eps", "1e-5")
+    assert code == 0 and "(eps = 1/100000)" in out and "holds for eps >= 0" in out
+    assert "sector count holds for eps = 0 only" in out
+    code, out, _ = _vc(capsys, "--depth", "2", "--dim", "2", "--json")
+    r = json.loads(out)
+    assert r["eps"] == "0" and r["upper"]["holds_for"] == "eps = 0"
+
+
+def test_no_source_is_named_by_a_session_or_a_file_of_notes():
+    for L, d, arch, g in ((1, 1, "ln3", 1), (2, 2, "ln3", 1), (1, 1, "ln-g", 2)):
+        for b in sandwich(arch, L, d, g).lowers + sandwich(arch, L, d, g).uppers:
+            assert "seed" not in b.name and "slides" not in b.name and "issue" not in b.name
+    s = sandwich("ln3", 1, 1)
+    assert any("On the Nonlinearity of Layer Normalization" in b.name for b in s.lowers)
 
 
 @pytest.mark.parametrize(
     "args",
-    [("--depth", "1", "--arch", "ln-g"), ("--depth", "1", "--groups", "2"), ("--depth", "0")],
+    [
+        ("--depth", "1", "--arch", "ln-g"),
+        ("--depth", "1", "--groups", "2"),
+        ("--depth", "0"),
+        ("--depth", "1", "--eps=-1/2"),
+        ("--depth", "1", "--eps", "nan"),
+    ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, args):
     with pytest.raises(SystemExit) if "0" in args else _nothing():

@@ -7,6 +7,7 @@ import json
 import sys
 
 from .. import fileformat
+from ..arith import format_rational
 from .common import EXIT_BAD, EXIT_OK, int_in, positive_int
 
 
@@ -14,10 +15,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     v = sub.add_parser(
         "vc",
         help="lower and upper bounds on the VC dimension, with their sources",
-        description="The VC dimension of depth-L nets on R^d (eps = 0): the best proved or "
-        "certified lower bound (a theorem in proofs/, or a shattering certificate shipped in "
-        "certificates/) and the best upper bound (the line bound 2^L + 1 for d = 1; Warren's "
-        "counting bound evaluated exactly, proofs/vc_upper.md), and the gap.",
+        description="The VC dimension of depth-L nets on R^d with LayerNorm's eps: the best "
+        "proved or certified lower bound (a theorem in proofs/, or a shattering certificate "
+        "shipped in certificates/; with eps > 0 too, proofs/sector_theorem.md section 7) and "
+        "the best upper bound (the line bound for d = 1, any eps; the sector count for d >= 2, "
+        "eps = 0 only, proofs/sector_theorem.md; Warren's counting bound, any eps, "
+        "proofs/vc_upper.md), and the gap. Each bound says for which eps it holds.",
     )
     v.add_argument("--depth", type=int_in(1, 4096), required=True, metavar="L")
     v.add_argument(
@@ -30,6 +33,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="ln3: width-3 LN-Net (default); ln-g: groups of 3 per layer",
     )
     v.add_argument("--groups", type=positive_int, help="groups of 3 per layer (--arch ln-g)")
+    v.add_argument(
+        "--eps",
+        default="0",
+        help="LayerNorm epsilon, exact (default 0; every eps > 0 gives the same bounds)",
+    )
     v.add_argument(
         "--verify",
         action="store_true",
@@ -47,7 +55,7 @@ def cmd_vc(args: argparse.Namespace) -> int:
         raise InputError("--groups is for --arch ln-g (ln3 is one group of 3 per layer)")
     if args.arch == "ln-g" and args.groups is None:
         raise InputError("--arch ln-g needs --groups")
-    s = sandwich(args.arch, args.depth, args.dim, args.groups or 1)
+    s = sandwich(args.arch, args.depth, args.dim, args.groups or 1, args.eps)
     report = s.to_dict()
     if args.verify and s.lower.kind == "certificate":
         from ..shatter import verify_shatter
@@ -64,11 +72,14 @@ def cmd_vc(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=1))
         return EXIT_OK
     arch = "width-3 LN-Net" if args.arch == "ln3" else f"LN-G, {s.groups} groups of 3 per layer"
-    print(f"VC dimension, {arch}, depth {s.depth}, inputs in R^{s.dim} (eps = 0):")
+    eps = format_rational(s.eps)
+    print(f"VC dimension, {arch}, depth {s.depth}, inputs in R^{s.dim} (eps = {eps}):")
     print(f"  {s.lower.value} <= VC <= {s.upper.value}   (gap {s.gap})")
     print(f"  lower {s.lower.value}: {s.lower.name} [{s.lower.source}]")
-    print(f"  upper {s.upper.value}: {s.upper.name} [{s.upper.source}]")
+    print(f"  upper {s.upper.value}: {s.upper.name} [{s.upper.source}; holds for {s.upper.holds}]")
     others = [b for b in s.uppers if b is not s.upper]
     for b in others:
-        print(f"  (also upper {b.value}: {b.name} [{b.source}])")
+        print(f"  (also upper {b.value}: {b.name} [{b.source}; holds for {b.holds}])")
+    if s.eps != 0 and s.dim >= 2 and args.arch == "ln3":
+        print("  (the sector count holds for eps = 0 only: with eps > 0 a disc, not a circle)")
     return EXIT_OK

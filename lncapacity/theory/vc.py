@@ -1,16 +1,21 @@
-"""The VC sandwich of LN-Nets: proved lower bounds, certified rows, and two upper bounds.
+"""The VC sandwich of LN-Nets: proved lower bounds, certified rows, and three upper bounds.
 
 For the width-3 LN-Net of depth ``L`` (``arch="ln3"``) and the LN-G net with ``g`` groups of 3
-per layer (``arch="ln-g"``) on inputs in ``R^d``, :func:`sandwich` returns the best lower bound
-with its source and the best upper bound with its source:
+per layer (``arch="ln-g"``) on inputs in ``R^d``, with LayerNorm's ``eps``, :func:`sandwich`
+returns the best lower bound with its source and the best upper bound with its source, each
+saying for which ``eps`` it holds:
 
 * lower bounds are theorems (a name and its file in ``proofs/``) or shattering certificates
-  shipped in ``certificates/`` (:data:`CERTIFIED`: the command line re-checks them with
-  ``verify-shatter`` on request);
-* the upper bounds are the line bound ``2^L + 1`` (``d = 1``: the break-point theorem of
-  proofs/circle_maps.md, section 3.1, for ``eps = 0``; section 3.2 for ``eps > 0``) and
-  Warren's counting bound (proofs/vc_upper.md), evaluated exactly by :func:`warren_vc` for
-  that depth, dimension and parameter count.
+  shipped in ``certificates/`` (:data:`CERTIFIED`, all with ``eps = 0``: the command line
+  re-checks them with ``verify-shatter`` on request).  Every lower bound holds for every
+  ``eps > 0`` as well: a net that classifies finitely many points with ``eps = 0`` still does with
+  a small ``eps``, and every ``eps > 0`` is the same class (proofs/sector_theorem.md, section 7);
+* the upper bounds are the line bound (``d = 1``, any ``eps``: ``2^L + 1``, the break-point
+  theorem of proofs/circle_maps.md, sections 3.1 and 3.2; ``g^L 2^(gL) + 1`` for LN-G,
+  proofs/ln_g_vc.md, section 5), the sector count (``d >= 2``, ``eps = 0`` only:
+  proofs/sector_theorem.md, :func:`lncapacity.theory.sectors.sector_vc`) and Warren's counting
+  bound (any ``eps``: proofs/vc_upper.md), evaluated exactly by :func:`warren_vc` for that
+  depth, dimension and parameter count.
 
 >>> warren_vc(1, 1)  # depth 1 on a line: the counting bound alone
 72
@@ -26,10 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flint import arb
+from flint import arb, fmpq
 
-from ..arith import precision
+from ..arith import epsilon, format_rational, precision
 from ..errors import InputError
+from .sectors import sector_vc
 
 ARCHS = ("ln3", "ln-g")
 MAX_DEPTH = 4096
@@ -39,6 +45,11 @@ MAX_ROOTS = 1 << 16
 """Most square roots ``g L`` :func:`sandwich` eliminates (``K = 3^(gL)`` has ``1.6 g L`` bits)."""
 PRECISION = 256
 """Bits of the balls in which :func:`warren_holds` decides."""
+SECTOR_DIMS = 8
+"""Largest input dimension for which :func:`sandwich` evaluates the sector count (its
+polynomial grows like ``N^(d^2)``; beyond, Warren's bound is smaller)."""
+PAPER = 'Ni, Guo, Jia, Huang, "On the Nonlinearity of Layer Normalization", ICML 2024'
+ANY_EPS, ZERO_EPS = "eps >= 0", "eps = 0"
 
 
 @dataclass(frozen=True)
@@ -50,9 +61,17 @@ class Bound:
     name: str
     source: str
     kind: str  # "theorem" or "certificate"
+    holds: str = ANY_EPS
+    """For which ``eps`` the bound is proved: :data:`ANY_EPS` or :data:`ZERO_EPS`."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "source": self.source, "name": self.name, "kind": self.kind}
+        return {
+            "value": self.value,
+            "source": self.source,
+            "name": self.name,
+            "kind": self.kind,
+            "holds_for": self.holds,
+        }
 
 
 @dataclass(frozen=True)
@@ -61,6 +80,7 @@ class Sandwich:
     groups: int
     depth: int
     dim: int
+    eps: fmpq
     lower: Bound
     upper: Bound
     uppers: tuple[Bound, ...]
@@ -76,6 +96,7 @@ class Sandwich:
             "dim": self.dim,
             "arch": self.arch,
             "groups": self.groups,
+            "eps": format_rational(self.eps),
             "lower": self.lower.to_dict(),
             "upper": self.upper.to_dict(),
             "gap": self.gap,
@@ -87,7 +108,9 @@ class Sandwich:
 @dataclass(frozen=True)
 class Certified:
     """A shattering certificate in the repository: ``points`` points in ``R^dim`` shattered by
-    ``arch`` nets (``groups`` groups of 3) of depth ``depth``, ``eps = 0``."""
+    ``arch`` nets (``groups`` groups of 3) of depth ``depth``, ``eps = 0``; ``search``: the
+    method of :func:`lncapacity.search.find_net` that wrote it (``benchmarks/bench_vc.py
+    --regenerate`` writes it again)."""
 
     arch: str
     groups: int
@@ -95,10 +118,13 @@ class Certified:
     dim: int
     points: int
     path: str
+    search: str = "circle"
 
 
 CERTIFIED: tuple[Certified, ...] = (
     Certified("ln3", 1, 1, 2, 6, "certificates/shatter-plane-L1-n6.jsonl.gz"),
+    Certified("ln3", 1, 2, 2, 13, "certificates/shatter-plane-L2-n13.jsonl.gz", "sector"),
+    Certified("ln3", 1, 1, 3, 10, "certificates/shatter-space-L1-n10.jsonl.gz", "sector"),
     Certified("ln3", 1, 3, 1, 9, "certificates/shatter-line-L3-n9.jsonl.gz"),
     Certified("ln3", 1, 4, 1, 11, "certificates/shatter-line-L4-n11.jsonl.gz"),
     Certified("ln3", 1, 4, 1, 13, "certificates/shatter-line-L4-n13.jsonl.gz"),
@@ -169,12 +195,14 @@ def warren_vc(depth: int, dim: int, groups: int = 1) -> int:
     return lo
 
 
-def line_bound(depth: int) -> int:
-    """``2^L + 1``: on a line a width-3 depth-``L`` net shatters no more points
+def line_bound(depth: int, groups: int = 1) -> int:
+    """``g^L 2^(gL) + 1``: on a line a depth-``L`` net with ``g`` groups of 3 per layer shatters
+    no more points, for every ``eps >= 0``; for width 3 (``g = 1``) that is ``2^L + 1``
     (proofs/circle_maps.md: the break-point theorem of section 3.1 for ``eps = 0``, the zero
-    count of section 3.2 for ``eps > 0``; the label changes at most ``2^L`` times along the
-    line, alternating labels on ``n`` points need ``n - 1`` changes)."""
-    return 2**depth + 1
+    count of section 3.2 for ``eps > 0``), for ``g >= 2`` the zero count with weights
+    (proofs/ln_g_vc.md, section 5).  The label changes at most ``g^L 2^(gL)`` times along the
+    line; alternating labels on ``n`` points need ``n - 1`` changes."""
+    return groups**depth * 2 ** (groups * depth) + 1
 
 
 def break_bound(changes: int) -> int:
@@ -198,7 +226,7 @@ def _theorems(arch: str, groups: int, depth: int, dim: int) -> list[Bound]:
     L, g = depth, groups
     out = []
     if arch == "ln3" or g == 1:
-        out.append(Bound(L + 2, "VC >= L + 2 (Ni, Guo, Jia, Huang, ICML 2024)", "proofs/vc_theorem.md", "theorem"))
+        out.append(Bound(L + 2, f"L + 2 points ({PAPER})", "proofs/vc_theorem.md", "theorem"))
     out.append(
         Bound(2 * L + 1, "any 2L + 1 points (Theorem 1)", "proofs/double_fold.md", "theorem")
     )
@@ -224,10 +252,11 @@ def _theorems(arch: str, groups: int, depth: int, dim: int) -> list[Bound]:
     return out
 
 
-def _certified(arch: str, groups: int, depth: int, dim: int) -> list[Bound]:
+def _certified(arch: str, groups: int, depth: int, dim: int, eps: fmpq) -> list[Bound]:
     root = repo_root()
+    kept = "" if eps == 0 else " with eps = 0, kept for eps > 0 (sector_theorem.md, section 7)"
     return [
-        Bound(c.points, f"{c.points} points in R^{c.dim} certified", c.path, "certificate")
+        Bound(c.points, f"{c.points} points in R^{c.dim} certified{kept}", c.path, "certificate")
         for c in CERTIFIED
         if c.arch == arch
         and c.groups == groups
@@ -237,10 +266,51 @@ def _certified(arch: str, groups: int, depth: int, dim: int) -> list[Bound]:
     ]
 
 
-def sandwich(arch: str, depth: int, dim: int, groups: int = 1) -> Sandwich:
+def _uppers(arch: str, groups: int, depth: int, dim: int, eps: fmpq) -> list[Bound]:
+    P = parameters(depth, dim, groups)
+    warren = warren_vc(depth, dim, groups)
+    out = [
+        Bound(
+            warren,
+            f"Warren's count: P = {P} parameters, K = 3^{groups * depth} polynomials per point",
+            "proofs/vc_upper.md",
+            "theorem",
+        )
+    ]
+    if dim == 1 and groups * depth <= 64:  # beyond, the line bound is astronomically large
+        name, source = (
+            ("line bound 2^L + 1 (break-point theorem, section 3.1)", "proofs/circle_maps.md")
+            if groups == 1
+            else ("line bound g^L 2^(gL) + 1 (zeros, section 5)", "proofs/ln_g_vc.md")
+        )
+        out.append(Bound(line_bound(depth, groups), name, source, "theorem"))
+    sector = (
+        sector_vc(depth, dim, limit=warren)
+        if arch == "ln3" and eps == 0 and 2 <= dim <= SECTOR_DIMS and 2**depth < warren
+        else None
+    )
+    if sector is not None:
+        thm = "Theorem 2" if dim == 2 else "Theorem 4"
+        if depth == 1:
+            thm += " and Theorem 3"
+        out.append(
+            Bound(
+                sector,
+                f"sector count ({thm}): at most 2^L label changes around an apex",
+                "proofs/sector_theorem.md",
+                "theorem",
+                ZERO_EPS,
+            )
+        )
+    return out
+
+
+def sandwich(arch: str, depth: int, dim: int, groups: int = 1, eps: object = 0) -> Sandwich:
     """The VC sandwich of ``arch`` nets of depth ``depth`` on ``R^dim`` (``groups`` groups of 3
-    per layer for ``"ln-g"``; ``"ln3"`` is ``groups = 1``): the best lower bound (theorems and
-    shipped certificates) and the best upper bound (Warren's, and on a line the line bound)."""
+    per layer for ``"ln-g"``; ``"ln3"`` is ``groups = 1``) with LayerNorm's ``eps`` (exact,
+    ``>= 0``): the best lower bound (theorems and shipped certificates) and the best upper bound
+    (Warren's; on a line the line bound; with ``eps = 0`` in the plane and beyond the sector
+    count)."""
     if arch not in ARCHS:
         raise InputError(f"unknown architecture {arch!r} (choose {' or '.join(ARCHS)})")
     if not 1 <= depth <= MAX_DEPTH:
@@ -253,25 +323,12 @@ def sandwich(arch: str, depth: int, dim: int, groups: int = 1) -> Sandwich:
         raise InputError(f"groups must be from 1 to {MAX_GROUPS}, got {groups}")
     if groups * depth > MAX_ROOTS:
         raise InputError(f"groups x depth must be at most {MAX_ROOTS}, got {groups * depth}")
-    lowers = _theorems(arch, groups, depth, dim) + _certified(arch, groups, depth, dim)
-    P = parameters(depth, dim, groups)
-    uppers = [
-        Bound(
-            warren_vc(depth, dim, groups),
-            f"Warren's count: P = {P} parameters, K = 3^{groups * depth} polynomials per point",
-            "proofs/vc_upper.md",
-            "theorem",
-        )
-    ]
-    if dim == 1 and groups == 1:
-        uppers.append(
-            Bound(
-                line_bound(depth),
-                "line bound 2^L + 1 (break-point theorem, section 3.1)",
-                "proofs/circle_maps.md",
-                "theorem",
-            )
-        )
+    try:
+        eps_q = epsilon(eps)
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    lowers = _theorems(arch, groups, depth, dim) + _certified(arch, groups, depth, dim, eps_q)
+    uppers = _uppers(arch, groups, depth, dim, eps_q)
     lower = max(lowers, key=lambda b: (b.value, b.kind == "theorem"))
     upper = min(uppers, key=lambda b: b.value)
-    return Sandwich(arch, groups, depth, dim, lower, upper, tuple(uppers), tuple(lowers))
+    return Sandwich(arch, groups, depth, dim, eps_q, lower, upper, tuple(uppers), tuple(lowers))
