@@ -145,8 +145,6 @@ def probe(scheduler: Scheduler, timeout: float = CONNECT_TIMEOUT) -> None:
             message = _read(s, size)
     except TimeoutError:
         raise InputError(f"{where}: no answer within {timeout:g} s") from None
-    except ConnectionError as e:
-        raise InputError(f"{where}: cannot connect ({e.strerror or type(e).__name__})") from None
     except OSError as e:
         raise InputError(f"{where}: cannot connect ({e.strerror or e})") from None
     (frames,) = struct.unpack_from("Q", message)
