@@ -47,7 +47,6 @@ from markdown_table import Markdown, add_option
 from lncapacity import build, floats
 from lncapacity.certify import certify
 from lncapacity.data import points_from_arrays
-from lncapacity.floats import DTYPES
 from lncapacity.shatter import shatter, verify_shatter
 from lncapacity.theory.capacity import random_net
 
