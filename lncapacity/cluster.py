@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .errors import InputError
-from .parallel import die_with_parent
+from .parallel import die_with_parent, imap
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -337,19 +337,61 @@ def cluster_imap(
     client (with its local cluster) is closed.
     """
     with client(scheduler) as c:
-        if window is None:
-            threads = sum(c.nthreads().values()) or 1
-            window = 4 * max(threads, parse_scheduler(scheduler).workers)
-        head = () if shared is None else (c.scatter(shared, broadcast=True, hash=False),)
-        flight: deque[Any] = deque()
-        try:
-            for task in tasks:
-                flight.append(c.submit(fn, *head, task, pure=False))
-                if len(flight) >= window:
-                    yield flight.popleft().result()
-            while flight:
+        yield from client_imap(c, fn, tasks, window, shared, parse_scheduler(scheduler).workers)
+
+
+def client_imap(
+    c: Any,
+    fn: Callable[..., R],
+    tasks: Iterable[T],
+    window: int | None = None,
+    shared: Any = None,
+    expected: int = 0,
+) -> Iterator[R]:
+    """:func:`cluster_imap` on the open client ``c`` (``expected``: worker threads to count on
+    for the default window, besides those already there)."""
+    if window is None:
+        window = 4 * max(sum(c.nthreads().values()), expected, 1)
+    head = () if shared is None else (c.scatter(shared, broadcast=True, hash=False),)
+    flight: deque[Any] = deque()
+    try:
+        for task in tasks:
+            flight.append(c.submit(fn, *head, task, pure=False))
+            if len(flight) >= window:
                 yield flight.popleft().result()
-        except BaseException:  # including GeneratorExit and KeyboardInterrupt
-            with contextlib.suppress(Exception):
-                c.cancel(list(flight), force=True)
-            raise
+        while flight:
+            yield flight.popleft().result()
+    except BaseException:  # including GeneratorExit and KeyboardInterrupt
+        with contextlib.suppress(Exception):
+            c.cancel(list(flight), force=True)
+        raise
+
+
+Mapper = Callable[..., Iterator[Any]]
+"""``run(fn, tasks, shared=None, most=None)``: :func:`~lncapacity.parallel.imap` on at most
+``most`` of the block's processes, or :func:`client_imap` on its Dask client (:func:`mapper`)."""
+
+
+@contextlib.contextmanager
+def mapper(workers: int, scheduler: str | None = None) -> Iterator[Mapper]:
+    """Where a computation's chunks run, for the whole block: the process pool of ``workers``
+    processes, or the Dask cluster ``scheduler`` (one client, and one ``local:N`` cluster,
+    for every map of the block).  The same tasks give the same results either way."""
+    if scheduler is None:
+
+        def on_pool(
+            fn: Callable[..., R], tasks: Iterable[T], shared: Any = None, most: int | None = None
+        ) -> Iterator[R]:
+            return imap(fn, tasks, min(workers, most or workers), shared)
+
+        yield on_pool
+        return
+    expected = parse_scheduler(scheduler).workers
+    with client(scheduler) as c:
+
+        def on_cluster(
+            fn: Callable[..., R], tasks: Iterable[T], shared: Any = None, most: int | None = None
+        ) -> Iterator[R]:
+            return client_imap(c, fn, tasks, shared=shared, expected=expected)
+
+        yield on_cluster
