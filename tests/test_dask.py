@@ -231,9 +231,9 @@ def test_verify_on_the_cluster_writes_the_certificate_certify_wrote(cluster, tmp
         cwd=folder, env=ENV, capture_output=True, text=True, timeout=TIMEOUT,
     )  # fmt: skip
     assert made.returncode == 0, made.stderr
+    where = ["--scheduler", c.scheduler_address]
     again = subprocess.run(
-        [*run, "verify", "n.json", "d.csv", "--certificate", "b.json", "--quiet"]
-        + ["--scheduler", c.scheduler_address],
+        [*run, "verify", "n.json", "d.csv", "--certificate", "b.json", "--quiet", *where],
         cwd=folder, env=ENV, capture_output=True, text=True, timeout=TIMEOUT,
     )  # fmt: skip
     assert again.returncode == 0, again.stderr
