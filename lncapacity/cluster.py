@@ -329,9 +329,10 @@ def cluster_imap(
 ) -> Iterator[R]:
     """``map(fn, tasks)`` on the Dask cluster ``scheduler``, results in order.
 
-    With ``shared`` (not None), each call is ``fn(shared, task)``, ``shared`` scattered to
-    every worker once.  At most ``window`` tasks are in flight (default: 4 per worker thread,
-    and per worker asked for of ``local:N``), so an endless task stream costs bounded memory.
+    With ``shared`` (not None), each call is ``fn(shared, task)``, ``shared`` sent to the
+    cluster once (as a task's result, so a worker lost with it computes it again).  At most
+    ``window`` tasks are in flight (default: 4 per worker thread, and per worker asked for of
+    ``local:N``), so an endless task stream costs bounded memory.
     When the consumer stops early (an exception such as an interruption, or closing the
     generator: use ``contextlib.closing``), the futures still in flight are cancelled and the
     client (with its local cluster) is closed.
@@ -352,7 +353,8 @@ def client_imap(
     for the default window, besides those already there)."""
     if window is None:
         window = 4 * max(sum(c.nthreads().values()), expected, 1)
-    head = () if shared is None else (c.scatter(shared, broadcast=True, hash=False),)
+    # a task, not scattered data: lost with a worker, it is computed again from the graph
+    head = () if shared is None else (c.submit(_same, shared, pure=False),)
     flight: deque[Any] = deque()
     try:
         for task in tasks:
@@ -365,6 +367,10 @@ def client_imap(
         with contextlib.suppress(Exception):
             c.cancel(list(flight), force=True)
         raise
+
+
+def _same(value: T) -> T:
+    return value
 
 
 Mapper = Callable[..., Iterator[Any]]
