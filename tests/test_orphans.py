@@ -34,6 +34,7 @@ READY = 120.0
 PLANE = ROOT / "certificates" / "shatter-plane-L3-n14.jsonl.gz"
 
 COMMANDS = {
+    "certify": ["certify", "big.csv", "--out", "n.json"],  # builds, then certifies on workers
     "verify": ["verify", "deep.json", "line.csv", "--float", "float64"],
     "shatter": ["shatter", "--depth", "13", "--out", "s.jsonl", "--workers", "2"],
     "verify-shatter": ["verify-shatter", str(PLANE), "--workers", "2"],
