@@ -140,9 +140,9 @@ def imap(fn: Callable[..., R], tasks: Iterable[T], workers: int, shared: Any = N
     task.  At most ``4 * workers`` tasks are in flight, so a long (or endless) task stream
     costs bounded memory, while the consumer's own work (writing, compressing) overlaps the
     workers'.  ``fork`` is used where the platform has it, so workers start at once with the
-    parent's modules.  When the consumer stops early (an exception such as an interruption, or closing
-    the generator: use ``contextlib.closing``), the workers are terminated at once, not waited
-    for; they die with the parent too (:func:`die_with_parent`).
+    parent's modules.  When the consumer stops early (an exception such as an interruption, or
+    closing the generator: use ``contextlib.closing``), the workers are terminated at once, not
+    waited for; they die with the parent too (:func:`die_with_parent`).
     """
     call: Callable[[T], R] = fn if shared is None else (lambda task: fn(shared, task))
     if workers <= 1:
