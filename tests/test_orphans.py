@@ -34,7 +34,8 @@ READY = 120.0
 PLANE = ROOT / "certificates" / "shatter-plane-L3-n14.jsonl.gz"
 
 COMMANDS = {
-    "certify": ["certify", "big.csv", "--out", "n.json"],  # builds, then certifies on workers
+    # builds (a second), then certifies on workers (a few seconds)
+    "certify": ["certify", "mid.csv", "--method", "runs", "--workers", "2", "--out", "n.json"],
     "verify": ["verify", "deep.json", "line.csv", "--float", "float64"],
     "shatter": ["shatter", "--depth", "13", "--out", "s.jsonl", "--workers", "2"],
     "verify-shatter": ["verify-shatter", str(PLANE), "--workers", "2"],
@@ -89,6 +90,8 @@ def _kill_at_work(args: list[str], folder: Path, workers: int) -> list[int]:
 @pytest.mark.parametrize("command", COMMANDS)
 def test_the_workers_die_with_a_killed_command(tmp_path, command):
     _inputs(tmp_path)
+    rows = (tmp_path / "big.csv").read_text().splitlines(keepends=True)
+    (tmp_path / "mid.csv").write_text("".join(rows[:4001]))  # 4,000 points
     assert _kill_at_work(COMMANDS[command], tmp_path, workers=2) == []
 
 
