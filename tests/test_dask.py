@@ -199,7 +199,7 @@ def test_certify_on_the_cluster_is_the_pools_certificate_though_a_worker_is_kill
     c, client = cluster
     net = random_net(3, 8, 2, seed=5)
     points = _labelled_points(net, 600, 6)
-    monkeypatch.setattr(spread, "MIN_SPAN", 16)  # 38 spans of 16 points: many tasks
+    monkeypatch.setattr(spread, "MIN_SPAN_WORK", 16 * spread.work(net, 1))  # 38 spans of 16
     alone = certify(net, points, workers=1, scores=True)
     pool = certify(net, points, workers=2, scores=True)
     victim = sorted(client.run(os.getpid).values())[0]

@@ -29,10 +29,10 @@ SPANS = 64
 """Spans a large point set is cut into (at least; enough for 16 processes to share evenly)."""
 
 SPAN_WORK = 1 << 18
-"""Points times features (of every layer) of one span, at most (unless :data:`MIN_SPAN`)."""
+"""Points times features (of every layer) of one span, at most (unless one point is more)."""
 
-MIN_SPAN = 256
-"""Points of a span, at least: each task is worth sending."""
+MIN_SPAN_WORK = 1 << 14
+"""Points times features of one span, at least (unless there are fewer): a task worth sending."""
 
 SPREAD_WORK = 1 << 20
 """Points times features (of every layer) from which the interval pass is spread over
@@ -47,12 +47,14 @@ def work(net: LNNet[Any], m: int) -> int:
 def spans(net: LNNet[Any], m: int) -> list[tuple[int, int]]:
     """The spans ``(start, stop)`` of :func:`interval_span`: for nets with LN-G layers the
     grouped pass's tasks (:data:`~lncapacity.certify.intervals.GROUPED_TASK` points times
-    features of the widest layer), else at least :data:`SPANS` of them for a large ``m``, each
-    of at most :data:`SPAN_WORK` points times features and :data:`MIN_SPAN` points at least."""
+    features of the widest layer), else :data:`SPANS` of them where that makes spans of
+    :data:`MIN_SPAN_WORK` to :data:`SPAN_WORK` points times features (fewer, larger or smaller
+    ones where it does not)."""
     if net.grouped:
         size = max(1, intervals.GROUPED_TASK // max(net.input_dim, *net.widths))
     else:
-        size = max(MIN_SPAN, min(-(-m // SPANS), SPAN_WORK // max(1, work(net, 1))))
+        per_point = work(net, 1)
+        size = max(-(-MIN_SPAN_WORK // per_point), min(-(-m // SPANS), SPAN_WORK // per_point))
     return [(s, min(s + size, m)) for s in range(0, m, size)]
 
 
