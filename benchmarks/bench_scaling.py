@@ -134,7 +134,6 @@ def main() -> None:
     md.out(f"| workload | {head} | serial fraction | projected on 16 |")
     md.out("|---" * (len(counts) + 3) + "|")
     for name, work in works.items():
-        work(1)  # warm: caches, lazy imports
         cells, base, serial = [], None, None
         for n in counts:
             wall, own, children = measure(work, n)
