@@ -55,7 +55,7 @@ LOCAL = re.compile(r"local:([1-9][0-9]{0,3})", re.IGNORECASE)
 DEFAULT_PORT = 8786
 """The port of a scheduler address that names none (Dask's)."""
 
-CONNECT_TIMEOUT = 5.0
+CONNECT_TIMEOUT = 10.0
 """Seconds to resolve a scheduler's host, to connect, and to hear its greeting."""
 
 MAX_GREETING = 1 << 20
