@@ -68,6 +68,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import stat
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -513,6 +514,39 @@ def load(path: str | os.PathLike[str]) -> LNNet[fmpq]:
     return from_dict(parse_json(text, str(p)), str(p))
 
 
+def temporary(target: Path) -> tuple[int, str]:
+    """A new hidden temporary file beside ``target``, opened: ``(fd, name)``.
+
+    Its name, ``.NAME.HOST-PID.XXXXXXXX.tmp``, says which process on which machine writes it,
+    and those that a process of this machine no longer running left for the same ``target``
+    (a run killed by SIGKILL cannot remove its own) are removed first: a killed run's leftover
+    lasts until the next run that writes the same file.  Raises :class:`OSError`."""
+    prefix = f".{target.name}.{_HOST}-"
+    if os.name == "posix":  # os.kill(pid, 0) tests a pid here; on Windows it would kill
+        with os.scandir(target.parent) as entries:
+            for entry in entries:
+                pid = entry.name[len(prefix) :].partition(".")[0]
+                if entry.name.startswith(prefix) and entry.name.endswith(".tmp"):
+                    if pid.isdigit() and not _running(int(pid)):
+                        Path(entry.path).unlink(missing_ok=True)
+    return tempfile.mkstemp(dir=target.parent, prefix=f"{prefix}{os.getpid()}.", suffix=".tmp")
+
+
+_HOST = re.sub(r"[^A-Za-z0-9]", "_", socket.gethostname())[:64] or "host"
+"""This machine's name as temporary files carry it (letters and digits)."""
+
+
+def _running(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this machine (POSIX)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. another user's process
+        return True
+    return True
+
+
 def publish(tmp: str, path: Path) -> None:
     """Give a finished temporary file the usual permissions and rename it to ``path``."""
     umask = os.umask(0)
@@ -610,7 +644,7 @@ def write_all_atomic(files: Sequence[tuple[str | os.PathLike[str], str | bytes]]
     try:
         for path, text in files:
             p = output_target(path)  # through a symbolic link, to its target
-            fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+            fd, tmp = temporary(p)
             done.append((tmp, p))
             if isinstance(text, bytes):
                 with os.fdopen(fd, "wb") as fb:

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
 import warnings
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +36,7 @@ from .arith import FLOAT_MAX, finite_float, to_float
 from .data import PointSet
 from .errors import InputError
 from .model import Affine, LNNet, Norm, register_predictor
+from .parallel import imap
 from .reproducible import matmul, torch_one_thread
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -248,10 +251,15 @@ def to_torch(net: LNNet[Any], dtype: str = "float64", finite: bool = True) -> to
     return torch_sequential(net, dtype, finite)
 
 
-def forward(net: LNNet[Any], X: Any, backend: str = "float64") -> np.ndarray:
+def forward(
+    net: LNNet[Any], X: Any, backend: str = "float64", workers: int | None = None
+) -> np.ndarray:
     """The readout scores by ``backend``: a NumPy array of its dtype, ``(m, len(classes))``.
 
-    Overflow gives infinite or NaN scores, silently.
+    Overflow gives infinite or NaN scores, silently.  The NumPy backends run blocks of
+    :data:`FLOAT_CHUNK` points times features over ``workers`` processes (default: every core
+    from :data:`FLOAT_PARALLEL` points times features; the same blocks, so the same scores,
+    however many).
     """
     _check_backend(backend)
     if isinstance(X, PointSet):
@@ -274,13 +282,31 @@ def forward(net: LNNet[Any], X: Any, backend: str = "float64") -> np.ndarray:
     R, r = affine_arrays(net.readout, dt)
     eps = dt(to_float(net.eps))
     out = np.empty((len(h), len(net.classes)), dtype=dt)
-    with np.errstate(all="ignore"):  # overflow and NaN make points wrong; check() counts them
-        for start in range(0, len(h), rows):
-            part = h[start : start + rows].astype(dt)
-            for layer in layers:
-                part = run_layer(part, layer, eps)
-            out[start : start + rows] = product(part, R) + r
+    starts = range(0, len(h), rows)
+    work = len(h) * sum((net.input_dim, *net.widths))
+    if workers is None:
+        workers = (os.cpu_count() or 1) if work >= FLOAT_PARALLEL else 1
+    blocks = imap(_forward_block, starts, min(workers, len(starts)), (layers, R, r, eps, h, rows))
+    with closing(blocks):
+        for start, block in zip(starts, blocks, strict=True):
+            out[start : start + rows] = block
     return out
+
+
+def _forward_block(net: tuple[Any, ...], start: int) -> np.ndarray:
+    """The scores of the ``rows`` points from ``start`` by the NumPy backends, ``net`` as
+    ``(layers, R, r, eps, points, rows)`` in floats: the same for every number of processes."""
+    layers, R, r, eps, h, rows = net
+    with np.errstate(all="ignore"):  # overflow and NaN make points wrong; check() counts them
+        part = h[start : start + rows].astype(R.dtype)
+        for layer in layers:
+            part = run_layer(part, layer, eps)
+        return product(part, R) + r
+
+
+FLOAT_PARALLEL = 1 << 24
+"""Points times features (of every layer) from which :func:`forward` spreads its blocks over
+processes by default."""
 
 
 FLOAT_CHUNK = 1 << 16
@@ -453,14 +479,16 @@ def check(
     backend: str = "float64",
     exact: tuple[np.ndarray, np.ndarray] | None = None,
     refine: Callable[[list[int]], tuple[np.ndarray, np.ndarray]] | None = None,
+    workers: int | None = None,
 ) -> FloatCheck:
-    """Run ``net`` on ``points`` with ``backend`` and compare with their labels.
+    """Run ``net`` on ``points`` with ``backend`` (over ``workers`` processes: :func:`forward`)
+    and compare with their labels.
 
     With ``exact`` (bounds on the exact scores, as
     :attr:`~lncapacity.certify.verdicts.Certificate.scores` has them) also the worst
     disagreement in ulps (:func:`ulp_disagreement`).
     """
-    z = forward(net, points, backend).astype(np.float64)
+    z = forward(net, points, backend, workers).astype(np.float64)
     ulps = math.nan
     if exact is not None:
         ulps = ulp_disagreement(z, exact, precision(backend), refine)

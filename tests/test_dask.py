@@ -176,3 +176,65 @@ def test_status_lines_say_done_certified_left_and_rate(tmp_path):
     assert summary.all_certified and len(notes) == 128 // (2 * RUN["chunk"]) - 1
     assert notes[-1].startswith("128/128 labelings done, 128 certified, 0 left; ")
     assert "labelings/s" in notes[-1]
+
+
+def _labelled_points(net, m: int, seed: int):
+    """``m`` points on a grid of 1/64, labelled by ``net``'s float64 argmax."""
+    import numpy as np
+
+    from lncapacity import floats
+    from lncapacity.data import points_from_arrays
+
+    rng = np.random.default_rng(seed)
+    X = np.round(rng.standard_normal((m, net.input_dim)) * 64) / 64
+    return points_from_arrays(X, np.argmax(floats.forward(net, X, "float64"), axis=1))
+
+
+def test_certify_on_the_cluster_is_the_pools_certificate_though_a_worker_is_killed(
+    cluster, monkeypatch
+):
+    from lncapacity.certify import certify, spread
+    from lncapacity.theory.capacity import random_net
+
+    c, client = cluster
+    net = random_net(3, 8, 2, seed=5)
+    points = _labelled_points(net, 600, 6)
+    monkeypatch.setattr(spread, "MIN_SPAN_WORK", 16 * spread.work(net, 1))  # 38 spans of 16
+    alone = certify(net, points, workers=1, scores=True)
+    pool = certify(net, points, workers=2, scores=True)
+    victim = sorted(client.run(os.getpid).values())[0]
+    killed = []
+
+    def kill_once(done, total):
+        if not killed and done < total:
+            os.kill(victim, signal.SIGKILL)
+            killed.append(done)
+
+    on_cluster = certify(
+        net, points, scheduler=c.scheduler_address, progress=kill_once, scores=True
+    )
+    assert killed  # mid-run
+    assert alone.certified > 500  # the interval pass decides most points, balls the rest
+    for cert in (pool, on_cluster):
+        assert cert.to_dict() == alone.to_dict()
+        assert all((a == b).all() for a, b in zip(cert.scores, alone.scores, strict=True))
+
+
+def test_verify_on_the_cluster_writes_the_certificate_certify_wrote(cluster, tmp_path):
+    c, _ = cluster
+    folder = tmp_path
+    rows = "".join(f"{k}/7,{(k * k) % 5}/3,{int(k % 3 == 0)}\n" for k in range(60))
+    (folder / "d.csv").write_text("x,y,label\n" + rows)
+    run = [sys.executable, "-m", "lncapacity"]
+    made = subprocess.run(
+        [*run, "certify", "d.csv", "--out", "n.json", "--certificate", "a.json", "--workers", "1"],
+        cwd=folder, env=ENV, capture_output=True, text=True, timeout=TIMEOUT,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    where = ["--scheduler", c.scheduler_address]
+    again = subprocess.run(
+        [*run, "verify", "n.json", "d.csv", "--certificate", "b.json", "--quiet", *where],
+        cwd=folder, env=ENV, capture_output=True, text=True, timeout=TIMEOUT,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert (folder / "a.json").read_bytes() == (folder / "b.json").read_bytes()

@@ -585,8 +585,8 @@ def test_workers_are_capped_in_process(monkeypatch):
         return (fn(task) for task in tasks)
 
     monkeypatch.setattr(pool, "imap", fake_imap)
-    shatter(None, 1, workers=200)
-    assert asked == [1]
+    shatter(None, 1, workers=200)  # 4 pairs of labelings, a chunk each
+    assert asked == [4]
 
 
 # ---------------------------------------------------------------------------

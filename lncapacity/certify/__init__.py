@@ -49,12 +49,13 @@ import numpy as np
 from flint import fmpq
 
 from ..algebraic import precision_cap
+from ..cluster import mapper
 from ..data import PointSet, points_from_arrays
 from ..errors import InputError
 from ..interval import default_float_mode
 from ..model import LNNet
-from ..parallel import imap
-from .balls import MAX_PRECISION, _certify_chunk, decide, exact_scores, upper_bound_float
+from . import spread
+from .balls import MAX_PRECISION, decide, exact_scores, upper_bound_float
 from .balls import _evaluator as _evaluator
 from .chains import _algebraic, _rank_one_tail, rank_one, scalar_chain, scalar_interval_pass
 from .intervals import (
@@ -86,6 +87,7 @@ def certify(
     progress: Callable[[int, int], None] | None = None,
     intervals: bool | None = None,
     scores: bool = False,
+    scheduler: str | None = None,
 ) -> Certificate:
     """Decide, point by point, whether ``net`` predicts ``y[k]`` for ``X[k]``.
 
@@ -114,8 +116,9 @@ def certify(
     max_precision
         The most bits a ball may take before a point is called undecided.
     workers
-        Processes for the ``arb`` part, and for the interval pass of nets with LN-G layers
-        (default: all cores, for large jobs only).
+        Processes for the interval pass (in spans of points) and the ``arb`` part (in chunks
+        of points): :mod:`~lncapacity.certify.spread`, the same certificate whatever runs
+        them (default: every core, for large jobs only).
     progress
         Called as ``progress(done, total)`` as points are decided.
     intervals
@@ -125,6 +128,9 @@ def certify(
         Also bound every exact score
         (:attr:`~lncapacity.certify.verdicts.Certificate.scores`; the interval pass always
         does, ``arb`` points only when asked, as it costs time).
+    scheduler
+        Run the spans and chunks on a Dask cluster instead: ``"local:N"`` or a scheduler's
+        address (:mod:`lncapacity.cluster`).
 
     Returns
     -------
@@ -176,48 +182,45 @@ def certify(
             and not _algebraic(net)  # algebraic weights: balls only
             and points.m * (net.depth + 1) >= INTERVAL_WORK
         )
-    if intervals and todo and default_float_mode():
-        with np.errstate(all="ignore"):  # overflow and NaN leave points undecided, silently
-            if chain is not None:
-                mlo, mhi, zlo, zhi = scalar_interval_pass(chain, points.X, labels)
-            elif split is not None:  # general layers, then a rank-one tail (circle + runs)
-                j, tail = split
-                h = interval_layers(net, points.X, net.layers[:j])
-                mlo, mhi, zlo, zhi = scalar_interval_pass(tail, points.X, labels, h)
-            else:
-                spread = net.grouped and points.m * max(net.widths) >= GROUPED_PARALLEL
-                iv_workers = workers or ((os.cpu_count() or 1) if spread else 1)
-                mlo, mhi, zlo, zhi = interval_pass(net, points.X, labels, iv_workers)
-        scores_lo, scores_hi = zlo, zhi
-        todo = []
-        for k in range(points.m):
-            if mlo[k] > 0:
-                results.append(
-                    PointResult(k, points.y[k], True, float(mlo[k]), 53, (mlo[k], mhi[k]))
-                )
-            elif mhi[k] < 0:
-                results.append(PointResult(k, points.y[k], False, -math.inf, 53, (mlo[k], mhi[k])))
-            else:
-                todo.append(k)
-        if progress:
-            progress(len(results), points.m)
-    jobs = [(k, points.X[k], labels[k]) for k in todo]
-    if workers is None:
-        workers = (os.cpu_count() or 1) if len(jobs) * (net.depth + 1) > PARALLEL_WORK else 1
+    plan = spread.Plan(net, chain, split, points.X, labels, max_precision, scores)
+    cpu = os.cpu_count() or 1
+    chosen = workers is not None or scheduler is not None  # else: every core for large work
+    with mapper(workers or cpu, scheduler) as run:
+        if intervals and todo and default_float_mode():
+            spans = spread.spans(net, points.m)
+            most = len(spans) if chosen or spread.work(net, points.m) >= spread.SPREAD_WORK else 1
+            mlo, mhi = np.empty(points.m), np.empty(points.m)
+            decided = 0
+            with closing(run(spread.interval_span, spans, plan, most)) as parts:
+                for (a, b), part in zip(spans, parts, strict=True):
+                    mlo[a:b], mhi[a:b], scores_lo[a:b], scores_hi[a:b] = part
+                    decided += int(np.count_nonzero((mlo[a:b] > 0) | (mhi[a:b] < 0)))
+                    if progress:
+                        progress(decided, points.m)
+            todo = []
+            for k, (lo, hi) in enumerate(zip(mlo.tolist(), mhi.tolist(), strict=True)):
+                if lo > 0:
+                    results.append(PointResult(k, points.y[k], True, lo, 53, (lo, hi)))
+                elif hi < 0:
+                    results.append(PointResult(k, points.y[k], False, -math.inf, 53, (lo, hi)))
+                else:
+                    todo.append(k)
+        chunks = [todo[i : i + CHUNK] for i in range(0, len(todo), CHUNK)]
+        most = len(chunks)
+        if not chosen and len(todo) * (net.depth + 1) <= PARALLEL_WORK:
+            most = 1
         if _algebraic(net):  # each process would evaluate the weights' programs again
-            workers = 1
-    chunks = [jobs[i : i + CHUNK] for i in range(0, len(jobs), CHUNK)]
-    tasks = ((net, chunk, max_precision, scores) for chunk in chunks)
-    with closing(imap(_certify_chunk, tasks, min(workers, max(len(chunks), 1)))) as parts:
-        for part in parts:
-            for k, ok, margin, prec, interval, zlo, zhi in part:
-                results.append(PointResult(k, points.y[k], ok, margin, prec, interval))
-                if scores:
-                    scores_lo[k], scores_hi[k] = zlo, zhi
-            if progress:
-                progress(len(results), points.m)
+            most = 1
+        with closing(run(spread.ball_chunk, chunks, plan, max(most, 1))) as parts:
+            for part in parts:
+                for k, ok, margin, prec, interval, zlo, zhi in part:
+                    results.append(PointResult(k, points.y[k], ok, margin, prec, interval))
+                    if scores:
+                        scores_lo[k], scores_hi[k] = zlo, zhi
+                if progress:
+                    progress(len(results), points.m)
     results.sort(key=lambda p: p.index)
-    have_scores = scores or (intervals and not jobs)
+    have_scores = scores or (intervals and not todo)
     return Certificate(
         tuple(results), (scores_lo, scores_hi) if have_scores else None, points.origins
     )
@@ -228,11 +231,6 @@ PARALLEL_WORK = 20_000
 """Points times layers above which certification is spread over processes."""
 INTERVAL_WORK = 64
 """Points times layers from which a net without a scalar chain gets the interval pass first."""
-
-
-GROUPED_PARALLEL = 1 << 24
-"""Points times features from which :func:`certify` spreads the grouped interval pass over
-processes (by default)."""
 
 
 def _check_compatible(net: LNNet[fmpq], points: PointSet) -> None:
@@ -249,7 +247,6 @@ def _check_compatible(net: LNNet[fmpq], points: PointSet) -> None:
 __all__ = [
     "CHUNK",
     "GROUPED_BLOCK",
-    "GROUPED_PARALLEL",
     "GROUPED_READOUT",
     "GROUPED_TASK",
     "INTERVAL_CHUNK",

@@ -13,7 +13,7 @@ from ..construct import ARCHS, CHOICES, DEFAULT_ARCH, DEFAULT_METHOD, build
 from ..construct.circle import OBJECTIVES
 from ..data import load_points
 from ..errors import InputError
-from .common import add_output_options, run, seed_int
+from .common import add_output_options, check_scheduler, run, seed_int
 from .explain import explain_lines
 from .report import check_and_report, check_float_options
 
@@ -79,13 +79,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="then the net layer by layer, as `lncapacity explain` prints it (with --json: an "
         "'explain' key); certifies once more for it",
     )
-    add_output_options(c, certificate=True)
+    add_output_options(c, certificate=True, workers=True)
     c.set_defaults(handler=cmd_certify)
 
 
 def cmd_certify(args: argparse.Namespace) -> int:
     fileformat.check_outputs({"--out": args.out, "--certificate": args.certificate}, [args.data])
     check_float_options(args)
+    check_scheduler(args)
     if args.depth is not None and args.depth > fileformat.MAX_DEPTH:
         raise InputError(f"--depth {args.depth}: beyond the limit of {fileformat.MAX_DEPTH} layers")
     if args.arch == "ln-g":

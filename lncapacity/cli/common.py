@@ -49,7 +49,8 @@ def add_output_options(
     q: argparse.ArgumentParser, certificate: bool = False, workers: bool = False
 ) -> None:
     """``--json`` and ``--quiet``; with ``certificate`` also ``--certificate``, ``--float`` and
-    ``--require-float``; with ``workers`` also ``--workers``."""
+    ``--require-float``; with ``workers`` also ``--workers`` and ``--scheduler`` (see
+    :func:`check_scheduler`)."""
     if certificate:
         q.add_argument("--certificate", metavar="CERT.json", help="write the certificate")
         q.add_argument(
@@ -70,8 +71,25 @@ def add_output_options(
             metavar="N",
             help="processes (default: all cores; never more than there are chunks of work)",
         )
+        q.add_argument(
+            "--scheduler",
+            metavar="ADDRESS",
+            help="run the chunks on a Dask distributed cluster: a scheduler's address "
+            "(tcp://host:8786 or host:8786) or local:N for N local worker processes (needs "
+            "lncapacity[dask]; default: the process pool of --workers)",
+        )
     q.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
     q.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def check_scheduler(args: argparse.Namespace) -> None:
+    """``--scheduler``, checked before any work: an address of a scheme the tool supports (or
+    ``local:N``) and ``dask.distributed`` installed; one line otherwise."""
+    if getattr(args, "scheduler", None) is not None:
+        from ..cluster import distributed_module, parse_scheduler
+
+        parse_scheduler(args.scheduler)
+        distributed_module()
 
 
 # --- progress on stderr ------------------------------------------------------------------------

@@ -62,8 +62,12 @@ def check_and_report(
     when every point is certified and every ``--require-float`` backend is right on every
     point (a run that exits 2 writes nothing), and print the summary (with ``extra``'s keys):
     the end of certify, verify and train."""
+    workers = getattr(args, "workers", None)
+    spread = {"workers": workers, "scheduler": getattr(args, "scheduler", None)}
     cert, seconds["certify"] = run(
-        "certifying", args.quiet, lambda bar: certify(net, points, progress=bar, scores=True)
+        "certifying",
+        args.quiet,
+        lambda bar: certify(net, points, progress=bar, scores=True, **spread),
     )
     backends = float_backends(args.float)
     required = float_backends(args.require_float) if args.require_float else ()
@@ -74,7 +78,7 @@ def check_and_report(
         return exact_scores(net, [points.X[k] for k in rows])
 
     tighten = refine if floats.worth_refining(net) else None
-    checks = [floats.check(net, points, b, exact, tighten) for b in backends]
+    checks = [floats.check(net, points, b, exact, tighten, workers) for b in backends]
     errors = {c.backend: max_abs_error(net, points, c.backend, exact) for c in checks}
     failing = [c for c in checks if c.backend in required and not c.all_agree]
     written = cert.all_certified and not failing

@@ -11,22 +11,20 @@ from typing import Any
 from .. import fileformat
 from ..data import load_points
 from ..errors import InputError
-from .common import EXIT_BAD, EXIT_OK, add_output_options, int_in, positive_int, run, seed_int
+from .common import (
+    EXIT_BAD,
+    EXIT_OK,
+    add_output_options,
+    check_scheduler,
+    int_in,
+    positive_int,
+    run,
+    seed_int,
+)
 from .report import margin_text
 
 STATUS_PERIOD = 30.0
 """Seconds between the status lines of a run (labelings done, certified, left, rate)."""
-
-
-def add_scheduler_option(p: argparse.ArgumentParser) -> None:
-    """``--scheduler``: the chunks on a Dask cluster (``shatter`` and ``verify-shatter``)."""
-    p.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        help="run the chunks on a Dask distributed cluster: a scheduler's address "
-        "(tcp://host:8786) or local:N for N local worker processes (needs lncapacity[dask]; "
-        "default: the process pool of --workers)",
-    )
 
 
 def status_lines(bar: Any, period: float = STATUS_PERIOD) -> Any:
@@ -95,7 +93,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "(one bump per point of the smaller class; default points 0, 1, ..., 2g)",
     )
     s.add_argument("--groups", type=positive_int, metavar="G", help="groups of 3 (--arch ln-g)")
-    add_scheduler_option(s)
     s.add_argument(
         "--resume",
         action="store_true",
@@ -117,6 +114,7 @@ def cmd_shatter(args: argparse.Namespace) -> int:
         f"shatter-ln-g{args.groups}-L{args.depth}" if args.groups else f"shatter-L{args.depth}"
     )
     out = f"{default}.jsonl" if args.out is None else args.out
+    check_scheduler(args)
     fileformat.check_outputs({"--out": out}, [args.points] if args.points else [])
     X = None if args.points is None else load_points(args.points).X
     if args.random is not None or (args.search and X is None):

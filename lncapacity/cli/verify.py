@@ -6,7 +6,7 @@ import argparse
 
 from .. import fileformat
 from ..data import load_points
-from .common import add_output_options
+from .common import add_output_options, check_scheduler
 from .report import check_and_report, check_float_options
 
 
@@ -20,13 +20,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     v.add_argument("net", metavar="NET.json")
     v.add_argument("data", metavar="DATA")
-    add_output_options(v, certificate=True)
+    add_output_options(v, certificate=True, workers=True)
     v.set_defaults(handler=cmd_verify)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     fileformat.check_outputs({"--certificate": args.certificate}, [args.net, args.data])
     check_float_options(args)
+    check_scheduler(args)
     net = fileformat.load(args.net)
     points = load_points(args.data)
     return check_and_report(args, net, points, {}, out=None)

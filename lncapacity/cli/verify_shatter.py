@@ -6,8 +6,7 @@ import argparse
 import json
 import sys
 
-from .common import EXIT_BAD, EXIT_OK, add_output_options, run
-from .shatter import add_scheduler_option
+from .common import EXIT_BAD, EXIT_OK, add_output_options, check_scheduler, run
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -20,13 +19,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     vs.add_argument("certificate", metavar="CERT.jsonl")
     add_output_options(vs, workers=True)
-    add_scheduler_option(vs)
     vs.set_defaults(handler=cmd_verify_shatter)
 
 
 def cmd_verify_shatter(args: argparse.Namespace) -> int:
     from ..shatter import verify_shatter
 
+    check_scheduler(args)
     (summary, problems), _ = run(
         "verifying",
         args.quiet,

@@ -6,14 +6,13 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import tempfile
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..fileformat import output_target, publish
+from ..fileformat import output_target, publish, temporary
 from .records import ShatterSummary, _read_header, _record_problem, _tally
 from .verify import _verify_chunk
 from .workers import CHUNK
@@ -85,7 +84,7 @@ def _publish_journal(journal: Path, path: Path) -> None:
     if path.suffix != ".gz":
         publish(str(journal), path)
         return
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = temporary(path)
     try:
         with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb") as gz:
             with open(journal, "rb") as src:
@@ -128,9 +127,7 @@ class _writer:
 
             return append, discard
         try:
-            fd, self.tmp = tempfile.mkstemp(
-                dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp"
-            )
+            fd, self.tmp = temporary(self.path)
         except OSError as e:
             raise InputError(f"{self.path}: cannot write: {e.strerror}") from None
         raw = os.fdopen(fd, "wb")

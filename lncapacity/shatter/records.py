@@ -115,8 +115,10 @@ _GADGET_KEYS = {"projection", "layers", "readout"}
 _GADGET_LAYER_KEYS = {"centre", "offset", "scale"}
 
 
-def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
-    """``(line number, JSON value)`` of each line; :class:`InputError` for an unreadable file."""
+def _lines(path: str | os.PathLike[str], parse: bool = True) -> Iterator[tuple[int, Any]]:
+    """``(line number, JSON value)`` of each line (``parse=False``: the line's bytes, to be
+    parsed by :func:`~lncapacity.fileformat.parse_json` elsewhere); :class:`InputError` for an
+    unreadable file."""
     p = Path(path)
     try:
         raw = open(p, "rb")
@@ -132,7 +134,7 @@ def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
                     raise InputError(
                         f"{p}: line {n} is longer than the limit of {MAX_LINE_BYTES >> 20} MiB"
                     )
-                yield n, parse_json(line, f"{p}: line {n}")
+                yield n, parse_json(line, f"{p}: line {n}") if parse else line
         except (OSError, EOFError, zlib.error) as e:  # corrupt or truncated gzip
             raise InputError(f"{p}: unreadable after line {n}: {shown(str(e), 80)}") from None
 

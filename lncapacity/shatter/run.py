@@ -91,7 +91,7 @@ def shatter(
     scheduler: str | None = None,
     resume: bool = False,
     status: Callable[[ShatterSummary], None] | None = None,
-    chunk: int = CHUNK,
+    chunk: int | None = None,
 ) -> ShatterSummary:
     """Build and certify a depth-``depth`` net for every labeling of ``X`` (``depth + 2`` points).
 
@@ -136,7 +136,9 @@ def shatter(
     status
         Called with the summary so far after each chunk.
     chunk
-        Pairs of labelings per chunk of work.
+        Pairs of labelings per chunk of work (default: enough chunks for 16 per worker, at
+        most :data:`~lncapacity.shatter.workers.CHUNK` pairs each; the labelings are
+        independent, so the certificate is the same).
 
     Returns
     -------
@@ -162,7 +164,7 @@ def shatter(
     """
     if resume and out is None:
         raise InputError("--resume needs an output file")
-    if not _is_int(chunk) or chunk < 1:
+    if chunk is not None and (not _is_int(chunk) or chunk < 1):
         raise InputError(f"chunk must be a positive integer, got {shown(chunk)}")
     if groups is not None:
         if not _is_int(groups) or not 1 <= groups <= MAX_SHATTER_GROUPS:
@@ -221,45 +223,46 @@ def shatter(
     }
     if groups is not None:
         header["groups"] = groups
-    imap = _imap(scheduler)
     first = 0  # the first labeling to compute (after a journal's records)
     journal = None if not resume or out is None else _journal_path(out)
     pool = workers or os.cpu_count() or 1
-    if journal is not None:
-        first = _resume(journal, header, summary, pool, imap)
-    canonical = range(first, 1 << m, 2)  # point 0 labelled 0; the complement has it 1
-    tasks = (
-        (points, depth, eps_q, list(canonical[i : i + chunk]), search, groups)
-        for i in range(0, len(canonical), chunk)
-    )
-    start = time.perf_counter()
-    chunks = -(-len(canonical) // chunk)
-    pool = min(pool, max(chunks, 1))
-    writer = _writer(out, journal)
-    with writer as (write, discard), closing(imap(_shatter_chunk, tasks, pool)) as results:
-        if first == 0:
-            write(header)
-        for records in results:
-            for rec in records:
-                if "error" in rec:
-                    if search is not None:
-                        summary.failures += [rec["labeling"], rec["labeling"] ^ ((1 << m) - 1)]
-                        continue
-                    bits = "".join(map(str, labels_of(rec["labeling"], m)))
-                    raise InputError(f"labeling {bits} (point i has digit i): {rec['error']}")
-                summary.folds[rec["folds"]] += 2
-                for k, margins in (
-                    (rec["labeling"], rec["margins"]),
-                    (rec["complement"]["labeling"], rec["complement"]["margins"]),
-                ):
-                    _tally(summary, k, margins)
-                write(rec)
-            if progress:
-                progress(summary.certified + len(summary.failures), summary.labelings)
-            if status:
-                status(summary)
-        summary.seconds = time.perf_counter() - start
-        write({"summary": summary.to_dict()})
-        if not summary.all_certified:
-            discard()
+    with _imap(scheduler, pool) as imap:  # one pool, or one cluster, for the whole run
+        if journal is not None:
+            first = _resume(journal, header, summary, pool, imap)
+        canonical = range(first, 1 << m, 2)  # point 0 labelled 0; the complement has it 1
+        if chunk is None:  # several chunks for every worker (the labelings are independent)
+            chunk = max(1, min(CHUNK, len(canonical) // (16 * pool)))
+        tasks = (
+            (points, depth, eps_q, list(canonical[i : i + chunk]), search, groups)
+            for i in range(0, len(canonical), chunk)
+        )
+        start = time.perf_counter()
+        pool = min(pool, max(-(-len(canonical) // chunk), 1))
+        writer = _writer(out, journal)
+        with writer as (write, discard), closing(imap(_shatter_chunk, tasks, pool)) as results:
+            if first == 0:
+                write(header)
+            for records in results:
+                for rec in records:
+                    if "error" in rec:
+                        if search is not None:
+                            summary.failures += [rec["labeling"], rec["labeling"] ^ ((1 << m) - 1)]
+                            continue
+                        bits = "".join(map(str, labels_of(rec["labeling"], m)))
+                        raise InputError(f"labeling {bits} (point i has digit i): {rec['error']}")
+                    summary.folds[rec["folds"]] += 2
+                    for k, margins in (
+                        (rec["labeling"], rec["margins"]),
+                        (rec["complement"]["labeling"], rec["complement"]["margins"]),
+                    ):
+                        _tally(summary, k, margins)
+                    write(rec)
+                if progress:
+                    progress(summary.certified + len(summary.failures), summary.labelings)
+                if status:
+                    status(summary)
+            summary.seconds = time.perf_counter() - start
+            write({"summary": summary.to_dict()})
+            if not summary.all_certified:
+                discard()
     return summary

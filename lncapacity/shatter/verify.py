@@ -13,6 +13,7 @@ from typing import Any
 
 from ..arith import json_float, shown
 from ..errors import InputError
+from ..fileformat import parse_json
 from .nets import _margins, _swapped
 from .points import labels_of
 from .records import (
@@ -59,6 +60,44 @@ def _verify_chunk(args: tuple[_Header, list[dict]]) -> list[tuple[int, bool, flo
     return out
 
 
+BATCH_BYTES = 8 << 20
+"""Bytes of lines one task of :func:`verify_shatter` takes, at most (unless one line is more)."""
+
+
+def _batches(lines: Iterator[tuple[int, bytes]], size: int) -> Iterator[list[tuple[int, bytes]]]:
+    """The lines after the header, ``size`` (or :data:`BATCH_BYTES`) at a time."""
+    batch: list[tuple[int, bytes]] = []
+    held = 0
+    for n, line in lines:
+        batch.append((n, line))
+        held += len(line)
+        if len(batch) >= size or held >= BATCH_BYTES:
+            yield batch
+            batch, held = [], 0
+    if batch:
+        yield batch
+
+
+def _read_chunk(shared: tuple[_Header, str], lines: list[tuple[int, bytes]]) -> list[tuple]:
+    """In a worker: each line parsed and checked, and its record's two labelings certified
+    (:func:`_verify_chunk`): ``("summary", n, value)``, ``("problem", n, what)`` or
+    ``("record", n, labeling, smallest claimed margin, folds, results)``; whether a record is
+    in its place is the caller's to decide, in order."""
+    header, path = shared
+    out: list[tuple] = []
+    for n, line in lines:
+        obj = parse_json(line, f"{path}: line {n}")
+        if isinstance(obj, dict) and "summary" in obj:
+            out.append(("summary", n, obj))
+        elif (problem := _record_problem(obj, header)) is not None:
+            out.append(("problem", n, problem))
+        else:
+            claimed = min(*obj["margins"], *obj["complement"]["margins"])
+            results = _verify_chunk((header, [obj]))
+            out.append(("record", n, obj["labeling"], claimed, str(obj["folds"]), results))
+    return out
+
+
 def verify_shatter(
     path: str | os.PathLike[str],
     *,
@@ -93,61 +132,64 @@ def verify_shatter(
     >>> summary.labelings, summary.all_certified, problems
     (8, True, [])
     """
-    lines = _lines(path)
+    lines = _lines(path, parse=False)
     try:
-        _, first = next(lines)
+        n, first = next(lines)
     except StopIteration:
         raise InputError(f"{path}: empty file") from None
-    header = _read_header(first, path)
+    header = _read_header(parse_json(first, f"{path}: line {n}"), path)
     m, depth = header.m, header.depth
     summary = ShatterSummary(m, depth, 1 << m)
     problems: list[str] = []
     claimed_summary: Any = None
     claims: dict[str, Any] = {"min": math.inf, "folds": Counter(), "placed": 0}
     placed, expected = 0, 0  # records accepted; the labeling the next record should have
-
-    def batches() -> Iterator[tuple[_Header, list[dict]]]:
-        nonlocal claimed_summary, placed, expected
-        batch: list[dict] = []
-        for n, obj in lines:
-            if claimed_summary is not None:
-                problems.append(f"line {n}: content after the summary")
-            elif isinstance(obj, dict) and "summary" in obj:
-                claimed_summary = obj
-            elif (problem := _record_problem(obj, header)) is not None:
-                problems.append(f"line {n}: {problem}")
-            elif obj["labeling"] < expected:
-                problems.append(f"line {n}: labeling {obj['labeling']} repeated or out of order")
-            else:
-                if obj["labeling"] > expected:
-                    problems.append(f"line {n}: labeling {obj['labeling']}, {expected} expected")
-                expected = obj["labeling"] + 2
-                placed += 1
-                claims["placed"] = placed
-                claims["min"] = min(claims["min"], *obj["margins"], *obj["complement"]["margins"])
-                claims["folds"][str(obj["folds"])] += 2
-                batch.append(obj)
-                if len(batch) == CHUNK:
-                    yield header, batch
-                    batch = []
-        if batch:
-            yield header, batch
-
+    refused: list[str] = []  # labelings not certified, or claiming too much
     start = time.perf_counter()
     pairs = 1 << (m - 1)
     pool = workers or os.cpu_count() or 1
-    imap = _imap(scheduler)
-    with closing(imap(_verify_chunk, batches(), min(pool, -(-pairs // CHUNK)))) as chunks:
-        for results in chunks:
-            for k, ok, margin, reason in results:
-                if ok:
-                    summary.certified += 1
-                    summary.min_margin = min(summary.min_margin, margin)
+    # chunks small enough that every worker gets several (the records are independent)
+    size = max(1, min(CHUNK, pairs // (8 * pool)))
+    with (
+        _imap(scheduler, pool) as imap,
+        closing(
+            imap(
+                _read_chunk,
+                _batches(lines, size),
+                min(pool, -(-pairs // size)),
+                (header, str(path)),
+            )
+        ) as chunks,
+    ):
+        for entries in chunks:
+            for kind, n, *what in entries:
+                if claimed_summary is not None:
+                    problems.append(f"line {n}: content after the summary")
+                elif kind == "summary":
+                    claimed_summary = what[0]
+                elif kind == "problem":
+                    problems.append(f"line {n}: {what[0]}")
+                elif what[0] < expected:
+                    problems.append(f"line {n}: labeling {what[0]} repeated or out of order")
                 else:
-                    summary.failures.append(k)
-                    problems.append(f"labeling {k}: {reason}")
+                    labeling, claimed, folds, results = what
+                    if labeling > expected:
+                        problems.append(f"line {n}: labeling {labeling}, {expected} expected")
+                    expected = labeling + 2
+                    placed += 1
+                    claims["placed"] = placed
+                    claims["min"] = min(claims["min"], claimed)
+                    claims["folds"][folds] += 2
+                    for k, ok, margin, reason in results:
+                        if ok:
+                            summary.certified += 1
+                            summary.min_margin = min(summary.min_margin, margin)
+                        else:
+                            summary.failures.append(k)
+                            refused.append(f"labeling {k}: {reason}")
             if progress:
                 progress(summary.certified + len(summary.failures), summary.labelings)
+    problems += refused  # the file's form first, then the labelings it fails to establish
     summary.seconds = time.perf_counter() - start
     if missing := 2 * (pairs - placed):
         problems.append(f"{missing} labelings missing")

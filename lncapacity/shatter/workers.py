@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..parallel import imap
 
 CHUNK = 64
+"""Labelings (or records) of one task, at most."""
 
 
-def _imap(scheduler: str | None) -> Callable[..., Iterator[Any]]:
-    """``imap(fn, tasks, workers)``: the process pool, or the Dask cluster ``scheduler``."""
+@contextlib.contextmanager
+def _imap(scheduler: str | None, workers: int) -> Iterator[Callable[..., Iterator[Any]]]:
+    """``imap(fn, tasks, workers, shared=None)`` for the whole block: the process pool (of at
+    most ``workers`` processes), or one client of the Dask cluster ``scheduler`` (so that a
+    ``local:N`` cluster starts once for every map of a run)."""
     if scheduler is None:
-        return imap
-    from ..cluster import cluster_imap, distributed_module
+        yield imap
+        return
+    from ..cluster import mapper
 
-    distributed_module()  # a missing dependency is one line before any work
+    with mapper(workers, scheduler) as run:
 
-    def on_cluster(fn: Callable[[Any], Any], tasks: Iterator[Any], workers: int) -> Any:
-        return cluster_imap(fn, tasks, scheduler)
+        def on_cluster(fn: Callable[..., Any], tasks: Any, n: int, shared: Any = None) -> Any:
+            return run(fn, tasks, shared)
 
-    return on_cluster
+        yield on_cluster
