@@ -55,12 +55,13 @@ from .explain import (
     fold_points,
     layer_constants,
     layer_curve,
+    merge_representatives,
     reads,
 )
 from .fileformat import gadget_affine, read_vector
 from .model import Affine, LNNet
 from .plot.common import OKABE_ITO, class_style, evenly_spaced
-from .plot.ladders import ladder_columns, merged_sets
+from .plot.ladders import ladder_columns
 
 __all__ = [
     "EXAMPLES",
@@ -436,7 +437,7 @@ def _layer_figure(
     k = len(net.classes)
     mode = "value" if trace.has_values else "principal"
     cols, ys, ylabel = ladder_columns(trace, mode)
-    sets = merged_sets(net, trace, idx)
+    sets = merge_representatives(net, trace, idx)
     shown = [n + 1 for n in evenly_spaced(net.depth, max_layers)]
     keep = set(shown) | {n - 1 for n in shown}
     chosen_cols = [c for c in cols if c in keep]
