@@ -31,7 +31,7 @@ from .panels import (
 )
 from .plane import SIDE, grid_axes, grid_steps, plane_points, plane_step
 
-__all__ = ["FRAME_MS", "LAYERS_GLUE", "layer_figure", "steps_shown"]
+__all__ = ["FRAME_MS", "LAYERS_GLUE", "frame_panels", "layer_figure", "steps_shown"]
 
 FRAME_MS = 1800
 """How long Play shows each step, in milliseconds (time to read its sentence)."""
@@ -41,11 +41,12 @@ PLAY = {
     "transition": {"duration": 0},
     "mode": "immediate",
 }
-PAUSE = {
-    "frame": {"duration": 0, "redraw": False},
+STEP = {
+    "frame": {"duration": 0, "redraw": True},
     "mode": "immediate",
     "transition": {"duration": 0},
 }
+PAUSE = {**STEP, "frame": {"duration": 0, "redraw": False}}
 
 
 LAYERS_GLUE = """
@@ -63,6 +64,18 @@ gd.on('plotly_buttonclicked', function (e) {
 and stop Plotly's animation of the frames (catching the promise that a pause rejects)."""
 
 
+def frame_panels(k: int, heat: bool) -> dict[str, slice]:
+    """Where each panel's traces are in a frame's ``data`` (``k`` classes): the plane's
+    heatmap (when there is a grid), the ladder's column (the classes' markers, the band),
+    the circle (the classes, the arrow, the arcs, a note) and the fold map (the curve, the
+    classes, the centre, the fold point, the thresholds, a note)."""
+    at, out = int(heat), {"plane": slice(0, int(heat))}
+    for name, n in (("ladder", k + 1), ("circle", k + 3), ("fold", k + 5)):
+        out[name] = slice(at, at + n)
+        at += n
+    return out
+
+
 def steps_shown(depth: int, max_layers: int) -> list[int]:
     """Step 0 (the input) and at most ``max_layers`` layers, evenly spaced (first and last
     kept)."""
@@ -72,7 +85,6 @@ def steps_shown(depth: int, max_layers: int) -> list[int]:
 def _controls(steps: Sequence[int]) -> dict[str, Any]:
     """The Play and Pause buttons (:data:`LAYERS_GLUE` plays) and the step slider (Plotly
     moves it as it plays)."""
-    step_args = {"mode": "immediate", "frame": {"duration": 0, "redraw": True}}
     return {
         "updatemenus": [
             {
@@ -102,7 +114,7 @@ def _controls(steps: Sequence[int]) -> dict[str, Any]:
                     {
                         "label": str(s) if s else "0: input",
                         "method": "animate",
-                        "args": [[str(s)], {**step_args, "transition": {"duration": 0}}],
+                        "args": [[str(s)], STEP],
                     }
                     for s in steps
                 ],
@@ -193,10 +205,12 @@ def layer_figure(
         if s == steps[0]:
             moving += add(lad, 1, 1) + add(circ, 2, 1) + add(fold, 2, 2)
             first = ranges
+        data = ([heat[s]] if heat else []) + lad + circ + fold
+        assert len(data) == frame_panels(k, bool(heat))["fold"].stop
         frames.append(
             {
                 "name": str(s),
-                "data": ([heat[s]] if heat else []) + lad + circ + fold,
+                "data": data,
                 "traces": moving,
                 "layout": _step_layout(net, s, titles.get(s, ""), ranges),
             }

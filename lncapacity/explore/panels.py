@@ -33,6 +33,7 @@ from ..explain import (
 )
 from ..model import LNNet
 from ..plot.common import class_style
+from ..plot.ladders import ladder_columns
 from .markup import GREY, R3, class_marker, empty, literal, note, read_arrow
 
 __all__ = [
@@ -99,12 +100,8 @@ def drawn(
     """What the layer figure draws at ladder ``columns`` (the steps shown and their inputs)."""
     mode = "value" if trace.has_values else "principal"
     cols = sorted(set(columns))
-    raw = trace.values if mode == "value" else list(trace.principal or [])
-    if mode == "principal":  # undo sign flips: orient each column like the one before
-        raw = list(raw)
-        for c in range(1, len(raw)):
-            if np.dot(raw[c], raw[c - 1]) < 0:
-                raw[c] = -raw[c]
+    # principal coordinates oriented as the static ladder orients them (each like the last)
+    raw = trace.values if mode == "value" else ladder_columns(trace, "principal")[1]
     ys = {}
     for c in cols:
         mid, half = own_range(raw[c])  # type: ignore[arg-type]
@@ -113,7 +110,6 @@ def drawn(
         reps = merge_representatives(net, trace, idx, cols)
     else:
         reps = {c: np.arange(len(idx)) for c in cols}
-    on_circle = net.width == 3 and trace.on_circle and bool(net.layers)
     return Drawn(
         net=net,
         trace=trace,
@@ -125,7 +121,7 @@ def drawn(
         reps=reps,
         reads=reads(net),
         folds=fold_points(net),
-        arcs=class_arcs(net) if on_circle else None,
+        arcs=class_arcs(net) if net.layers and net.width == 3 else None,
         intervals=class_intervals(net) if mode == "value" else None,
     )
 
@@ -148,6 +144,11 @@ def _by_class(d: Drawn, rep: np.ndarray) -> list[list[list[int]]]:
 def _ids(d: Drawn, g: Sequence[int]) -> str:
     shown = ", ".join(str(d.ids[i]) for i in g[:12])
     return shown + (f", ... ({len(g)} points)" if len(g) > 12 else "")
+
+
+def _size(points: int, m: int) -> float:
+    """A marker's size: larger the more merged points it holds (at most 28 pixels)."""
+    return min(28.0, (9.0 if m <= 40 else 6.0) + 4.0 * math.sqrt(points - 1))
 
 
 def class_points(
@@ -176,9 +177,7 @@ def class_points(
                 "y": xy[1][first],
                 "text": text,
                 "hovertemplate": "%{text}<extra></extra>",
-                "marker": class_marker(
-                    i, d.k, [(9.0 if m <= 40 else 6.0) + 4.0 * math.sqrt(len(g) - 1) for g in mine]
-                ),
+                "marker": class_marker(i, d.k, [_size(len(g), m) for g in mine]),
                 "name": f"class {label}",
                 "legendgroup": f"class {i}",
                 "showlegend": False,
@@ -191,12 +190,10 @@ def class_points(
 # the ladder
 
 
-def _last_read(d: Drawn) -> tuple[np.ndarray, float, float] | None:
-    """The last column's values and own range, when the readout reads it as one value."""
+def _last_range(d: Drawn) -> tuple[float, float] | None:
+    """The last column's own range, when the readout reads it as one value."""
     v = d.trace.values[d.trace.depth]
-    if d.intervals is None or v is None:
-        return None
-    return (v, *own_range(v))
+    return None if d.intervals is None or v is None else own_range(v)
 
 
 def ladder_unit(depth: int) -> float:
@@ -234,9 +231,9 @@ def ladder_static(d: Drawn) -> list[dict[str, Any]]:
     cut_x: list[float | None] = []
     cut_y: list[float | None] = []
     bars: list[dict[str, Any]] = []
-    last = _last_read(d)
+    last = _last_range(d)
     if last is not None and d.intervals is not None and d.columns[-1] == d.trace.depth:
-        _, mid, half = last
+        mid, half = last
         at, u = float(d.trace.depth), ladder_unit(d.trace.depth)
         for lo, hi, c in d.intervals:
             y0 = -1.15 if lo is None else max(-1.15, (to_float(lo) - mid) / half)
