@@ -10,12 +10,14 @@ Chromium binary cannot be found.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import os
 import re
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -364,48 +366,36 @@ def _state(page: Any, div: str) -> str:
 def test_page_in_headless_chromium(chromium: str, page_file: Path, tmp_path: Path) -> None:
     """Load the page from a file:// URL, move every slider with the mouse, check that the
     figure's data change and that the console has no error, save a screenshot."""
-    from playwright.sync_api import sync_playwright
-
     errors: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-        try:
-            page = browser.new_page(viewport={"width": 1200, "height": 900})
-            page.set_default_timeout(60_000)
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(page_file.as_uri())
-            _loaded(page)
-            moved = []
-            for div in ("explore-layers", "explore-playground"):
-                sliders = page.locator(f"#{div} .slider-group")
-                assert sliders.count() == (1 if div == "explore-layers" else 3)
-                for n in range(sliders.count()):
-                    before = _state(page, div)
-                    rail = sliders.nth(n).locator(".slider-rail-touch-rect")
-                    rail.scroll_into_view_if_needed()
-                    box = rail.bounding_box()
-                    assert box is not None
-                    page.mouse.click(box["x"] + 0.98 * box["width"], box["y"] + box["height"] / 2)
-                    page.wait_for_function(
-                        f"() => {{ const s = document.getElementById('{div}').layout.sliders[{n}];"
-                        " return s.active === s.steps.length - 1; }"
-                    )
-                    page.wait_for_timeout(200)  # the frame is drawn after the slider moves
-                    assert _state(page, div) != before, (div, n)
-                    moved.append((div, n))
-            # hover on a point of the ladder gives its id, label and value
-            page.evaluate(
-                "() => { const gd = document.getElementById('explore-layers');"
-                " const i = gd.data.findIndex(t => t.mode === 'markers' && t.x.length);"
-                " Plotly.Fx.hover(gd, [{curveNumber: i, pointNumber: 0}], 'xy'); }"
-            )
-            hover = page.locator("#explore-layers .hovertext").first.text_content()
-            assert hover is not None and "label" in hover and re.search(r"ids? \d", hover)
-            shot = tmp_path / "explore.png"
-            page.screenshot(path=str(shot), full_page=True)
-        finally:
-            browser.close()
+    with _opened(chromium, page_file, errors) as page:
+        moved = []
+        for div in ("explore-layers", "explore-playground"):
+            sliders = page.locator(f"#{div} .slider-group")
+            assert sliders.count() == (1 if div == "explore-layers" else 3)
+            for n in range(sliders.count()):
+                before = _state(page, div)
+                rail = sliders.nth(n).locator(".slider-rail-touch-rect")
+                rail.scroll_into_view_if_needed()
+                box = rail.bounding_box()
+                assert box is not None
+                page.mouse.click(box["x"] + 0.98 * box["width"], box["y"] + box["height"] / 2)
+                page.wait_for_function(
+                    f"() => {{ const s = document.getElementById('{div}').layout.sliders[{n}];"
+                    " return s.active === s.steps.length - 1; }"
+                )
+                page.wait_for_timeout(200)  # the frame is drawn after the slider moves
+                assert _state(page, div) != before, (div, n)
+                moved.append((div, n))
+        # hover on a point of the ladder gives its id, label and value
+        page.evaluate(
+            "() => { const gd = document.getElementById('explore-layers');"
+            " const i = gd.data.findIndex(t => t.mode === 'markers' && t.x.length);"
+            " Plotly.Fx.hover(gd, [{curveNumber: i, pointNumber: 0}], 'xy'); }"
+        )
+        hover = page.locator("#explore-layers .hovertext").first.text_content()
+        assert hover is not None and "label" in hover and re.search(r"ids? \d", hover)
+        shot = tmp_path / "explore.png"
+        page.screenshot(path=str(shot), full_page=True)
     assert errors == []
     assert len(moved) == 4
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
@@ -429,17 +419,38 @@ def test_a_net_without_circle_or_scalar_maps_says_so() -> None:
     assert ["no scalar map<br>(a map of rank above one)"] in [t.get("text") for t in frame]
 
 
-def _launch(p: Any, chromium: str) -> Any:
-    return p.chromium.launch(
-        executable_path=chromium,
-        args=[
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--no-first-run",
-        ],
-    )
+FLAGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+)
+
+
+@contextlib.contextmanager
+def _opened(
+    chromium: str, path: Path, errors: list[str], requests: list[str] | None = None
+) -> Iterator[Any]:
+    """The page at ``path`` loaded in headless Chromium, its figures drawn; console errors
+    and uncaught exceptions go to ``errors``, every request's URL to ``requests``."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=list(FLAGS))
+        try:
+            context = browser.new_context(viewport={"width": 1300, "height": 1100})
+            if requests is not None:
+                context.on("request", lambda r: requests.append(r.url))
+            page = context.new_page()
+            page.set_default_timeout(60_000)
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(path.as_uri())
+            _loaded(page)
+            yield page
+        finally:
+            browser.close()
 
 
 def _loaded(page: Any, names: tuple[str, ...] = ("layers", "playground")) -> None:
@@ -452,37 +463,25 @@ def _loaded(page: Any, names: tuple[str, ...] = ("layers", "playground")) -> Non
 def test_play_moves_the_picture(chromium: str, page_file: Path, tmp_path: Path) -> None:
     """Pressing Play steps through the layers: the slider advances by itself, the figure's
     data and title change at each step; Pause stops it; no error in the console."""
-    from playwright.sync_api import sync_playwright
-
     errors: list[str] = []
-    with sync_playwright() as p:
-        browser = _launch(p, chromium)
-        try:
-            page = browser.new_page(viewport={"width": 1300, "height": 1100})
-            page.set_default_timeout(60_000)
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(page_file.as_uri())
-            _loaded(page)
-            div = "explore-layers"
-            active = f"document.getElementById('{div}').layout.sliders[0].active"
-            title = f"document.getElementById('{div}').layout.title.text"
-            before, title0 = _state(page, div), page.evaluate(title)
-            assert page.evaluate(active) == 0 and title0.startswith("<b>Step 0: the input</b>")
-            page.locator(f"#{div}").scroll_into_view_if_needed()
-            page.locator(f"#{div} .updatemenu-button").filter(has_text="Play").click()
-            page.wait_for_function(f"() => {active} >= 2")  # two steps on, by itself
-            shot = tmp_path / "playing.png"
-            page.locator(f"#{div}").screenshot(path=str(shot))
-            page.locator(f"#{div} .updatemenu-button").filter(has_text="Pause").click()
-            page.wait_for_timeout(explore.FRAME_MS + 500)
-            stopped = page.evaluate(active)
-            page.wait_for_timeout(explore.FRAME_MS + 500)
-            assert page.evaluate(active) == stopped >= 2  # paused: it stays
-            assert _state(page, div) != before
-            assert page.evaluate(title).startswith(f"<b>Layer {stopped} of ")
-        finally:
-            browser.close()
+    with _opened(chromium, page_file, errors) as page:
+        div = "explore-layers"
+        active = f"document.getElementById('{div}').layout.sliders[0].active"
+        title = f"document.getElementById('{div}').layout.title.text"
+        before, title0 = _state(page, div), page.evaluate(title)
+        assert page.evaluate(active) == 0 and title0.startswith("<b>Step 0: the input</b>")
+        page.locator(f"#{div}").scroll_into_view_if_needed()
+        page.locator(f"#{div} .updatemenu-button").filter(has_text="Play").click()
+        page.wait_for_function(f"() => {active} >= 2")  # two steps on, by itself
+        shot = tmp_path / "playing.png"
+        page.locator(f"#{div}").screenshot(path=str(shot))
+        page.locator(f"#{div} .updatemenu-button").filter(has_text="Pause").click()
+        page.wait_for_timeout(explore.FRAME_MS + 500)
+        stopped = page.evaluate(active)
+        page.wait_for_timeout(explore.FRAME_MS + 500)
+        assert page.evaluate(active) == stopped >= 2  # paused: it stays
+        assert _state(page, div) != before
+        assert page.evaluate(title).startswith(f"<b>Layer {stopped} of ")
     assert errors == []
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -492,41 +491,32 @@ def test_hostile_labels_make_no_network_request(
 ) -> None:
     """A page whose labels are links, images, CSS ``url(...)`` and scripts fetches nothing
     from anywhere (every request is recorded: only the page itself is loaded), shows each
-    label as its characters (legend) and has no link in its figures, before and after
-    playing every step and hovering."""
-    from playwright.sync_api import sync_playwright
-
+    label as its characters (legend) and has no link in its figures, after drawing every
+    step and hovering every trace."""
     net, points = hostile
     path = tmp_path / "hostile.html"
     path.write_text(explore.page(net, points), encoding="utf-8")
+    errors: list[str] = []
     requests: list[str] = []
-    with sync_playwright() as p:
-        browser = _launch(p, chromium)
-        try:
-            context = browser.new_context(viewport={"width": 1300, "height": 1100})
-            context.on("request", lambda r: requests.append(r.url))
-            page = context.new_page()
-            page.set_default_timeout(60_000)
-            page.goto(path.as_uri())
-            _loaded(page)
-            legend = page.evaluate(
-                "Array.from(document.querySelectorAll('#explore-layers .legendtext'))"
-                ".map(e => e.textContent)"
+    with _opened(chromium, path, errors, requests) as page:
+        legend = page.evaluate(
+            "Array.from(document.querySelectorAll('#explore-layers .legendtext'))"
+            ".map(e => e.textContent)"
+        )
+        assert {f"class {c}" for c in HOSTILE} <= set(legend)
+        for step in range(net.depth + 1):  # every frame drawn, every panel hovered
+            page.evaluate(
+                f"Plotly.animate('explore-layers', ['{step}'], {{mode: 'immediate', "
+                "frame: {duration: 0, redraw: true}, transition: {duration: 0}})"
             )
-            assert {f"class {c}" for c in HOSTILE} <= set(legend)
-            for step in range(net.depth + 1):  # every frame drawn, every panel hovered
-                page.evaluate(
-                    f"Plotly.animate('explore-layers', ['{step}'], {{mode: 'immediate', "
-                    "frame: {duration: 0, redraw: true}, transition: {duration: 0}})"
-                )
-                page.evaluate(
-                    "() => { const gd = document.getElementById('explore-layers');"
-                    " gd.data.forEach((t, i) => { if (t.x && t.x.length && t.text)"
-                    " Plotly.Fx.hover(gd, [{curveNumber: i, pointNumber: 0}], 'xy'); }); }"
-                )
-            page.wait_for_timeout(500)
-            links = page.evaluate("document.querySelectorAll('svg a, a[href^=http]').length")
-        finally:
-            browser.close()
+            page.evaluate(
+                "() => { const gd = document.getElementById('explore-layers');"
+                " gd.data.forEach((t, i) => { if (t.x && t.x.length && t.text)"
+                " Plotly.Fx.hover(gd, [{curveNumber: i, pointNumber: 0}],"
+                " (t.xaxis || 'x') + (t.yaxis || 'y')); }); }"
+            )
+        page.wait_for_timeout(500)
+        links = page.evaluate("document.querySelectorAll('svg a, a[href^=http]').length")
     assert links == 0
     assert requests == [path.as_uri()]
+    assert errors == []

@@ -11,7 +11,7 @@ from .. import fileformat
 from ..data import load_points
 from ..errors import InputError
 from ..explore import EXAMPLES, MAX_LAYERS, MAX_POINTS
-from .common import EXIT_OK, add_output_options, int_in, run
+from .common import EXIT_OK, add_max_points, add_output_options, int_in, run
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,15 +41,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="N",
         help=f"layers the tour shows at most, evenly spaced beyond (default {MAX_LAYERS})",
     )
-    ex.add_argument(
-        "--max-points",
-        type=int_in(1),
-        default=MAX_POINTS,
-        metavar="N",
-        help=f"points drawn at most (default {MAX_POINTS:,}; fewer for a net too large to "
-        "draw that many): beyond, a sample drawn at random with a fixed seed, every class "
-        "kept, and the page says so",
-    )
+    add_max_points(ex, MAX_POINTS, "the page")
     add_output_options(ex)
     ex.set_defaults(handler=cmd_explore)
 

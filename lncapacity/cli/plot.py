@@ -15,7 +15,7 @@ from ..errors import InputError
 from ..explain import float_trace
 from ..model import LNNet
 from ..plot.budget import MAX_POINTS, affordable_points, certificate_affordable, sample_points
-from .common import EXIT_OK, add_output_options, int_in, run
+from .common import EXIT_OK, add_max_points, add_output_options, run
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -45,15 +45,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="write an animated GIF of the folds instead (one frame per layer: the fold map "
         "and LayerNorm's circle)",
     )
-    pl.add_argument(
-        "--max-points",
-        type=int_in(1),
-        default=MAX_POINTS,
-        metavar="N",
-        help=f"points drawn at most (default {MAX_POINTS:,}; fewer for a net too large to "
-        "draw that many): beyond, a sample drawn at random with a fixed seed, every class "
-        "kept, and every figure says so",
-    )
+    add_max_points(pl, MAX_POINTS, "every figure")
     add_output_options(pl)
     pl.set_defaults(handler=cmd_plot)
 
