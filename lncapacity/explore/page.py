@@ -58,12 +58,11 @@ def figures(
     max_points: int = MAX_POINTS,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """The page's Plotly figures by name (``layers``, ``playground``) and notes.
+    """The page's Plotly figures by name (``layers``, ``playground``) and notes, each saying
+    what is left out, sampled or subsampled, and why.
 
-    Each note says what is left out, sampled
-    or subsampled, and why.  ``certificate``: of every point of ``X`` (default: the points
-    drawn are certified when the budget allows, with ``progress`` as in
-    :func:`lncapacity.certify.certify`).
+    ``certificate``: of every point of ``X`` (default: the points drawn are certified when
+    the budget allows, with ``progress`` as in :func:`lncapacity.certify.certify`).
     """
     require_plotly()
     points = as_points(net, X, y)
@@ -198,7 +197,8 @@ def page(
     if "layers" not in figs:
         parts.insert(0, f'<section id="own">{OWN_DATA}</section>')
     note = "".join(f'<p class="note">{html.escape(n)}</p>' for n in notes)
-    classes = ", ".join(str(c) for c in net.classes)
+    classes = ", ".join(str(c) for c in net.classes[:12])
+    classes += f" and {len(net.classes) - 12} more" if len(net.classes) > 12 else ""
     summary = (
         f"{points.m:,} points, {points.d} features, classes {classes}; a net of depth {net.depth}"
     )
