@@ -45,6 +45,20 @@ positive_int = int_in(1)
 seed_int = int_in(0, 2**64 - 1)  # NumPy's generators take no negative seed
 
 
+def add_max_points(q: argparse.ArgumentParser, default: int, says: str) -> None:
+    """``--max-points``: the points a picture draws at most (:mod:`lncapacity.plot.budget`);
+    ``says``: where the picture says that it shows a sample."""
+    q.add_argument(
+        "--max-points",
+        type=int_in(1),
+        default=default,
+        metavar="N",
+        help=f"points drawn at most (default {default:,}; fewer for a net too large to draw "
+        "that many): beyond, a sample drawn at random with a fixed seed, every class kept, "
+        f"and {says} says so",
+    )
+
+
 def add_output_options(
     q: argparse.ArgumentParser, certificate: bool = False, workers: bool = False
 ) -> None:

@@ -8,23 +8,23 @@ import os
 import time
 
 from .. import fileformat
-from ..certify import certify
 from ..data import load_points
 from ..errors import InputError
-from ..explore import EXAMPLES, MAX_LAYERS
-from .common import EXIT_OK, add_output_options, int_in, run
+from ..explore import EXAMPLES, MAX_LAYERS, MAX_POINTS
+from .common import EXIT_OK, add_max_points, add_output_options, int_in, run
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ex = sub.add_parser(
         "explore",
-        help="an interactive HTML page: a layer slider, a fold playground, decision regions",
-        description="Write one self-contained HTML page (works offline, no server) that shows "
-        "a saved net at work on the points of DATA, or a bundled example: a layer slider that "
-        "moves the ladder, LayerNorm's circle and the fold map together, a fold playground "
-        "(sliders for the centre, the offset beta and the read gamma) and, for 2-D data, the "
-        "decision regions with each point's certified margin. Needs Plotly: "
-        "pip install 'lncapacity[explore]'.",
+        help="an interactive HTML page: a guided tour of the layers, a fold playground",
+        description="Write one self-contained HTML page (works offline, no server, fetches "
+        "nothing) that shows a saved net at work on the points of DATA, or a bundled example: "
+        "a tour of the layers (a Play button and a slider; each step's title says what the "
+        "layer does) that moves the ladder, LayerNorm's circle, the fold map and, for 2-D "
+        "data, the plane through the net together, hovering a point for its value and "
+        "certified margin; and a fold playground (sliders for the centre, the offset beta and "
+        "the read gamma). Needs Plotly: pip install 'lncapacity[explore]'.",
     )
     ex.add_argument("net", metavar="NET.json", nargs="?")
     ex.add_argument("data", metavar="DATA", nargs="?")
@@ -39,8 +39,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         type=int_in(1),
         default=MAX_LAYERS,
         metavar="N",
-        help=f"layers the slider shows at most, evenly spaced beyond (default {MAX_LAYERS})",
+        help=f"layers the tour shows at most, evenly spaced beyond (default {MAX_LAYERS})",
     )
+    add_max_points(ex, MAX_POINTS, "the page")
     add_output_options(ex)
     ex.set_defaults(handler=cmd_explore)
 
@@ -73,10 +74,18 @@ def cmd_explore(args: argparse.Namespace) -> int:
         net = fileformat.load(args.net)
         points = load_points(args.data)
         title = f"lncapacity explorer: {os.path.basename(args.net)} on {points.source}"
-    cert = None
-    if points.d == 2:
-        cert, _ = run("certifying", args.quiet, lambda bar: certify(net, points, progress=bar))
-    text = explore.page(net, points, certificate=cert, max_layers=args.max_layers, title=title)
+    text, _ = run(
+        "drawing",
+        args.quiet,
+        lambda bar: explore.page(
+            net,
+            points,
+            max_layers=args.max_layers,
+            max_points=args.max_points,
+            title=title,
+            progress=bar,
+        ),
+    )
     fileformat.write_atomic(args.out, text)
     seconds = round(time.perf_counter() - start, 3)
     if args.json:

@@ -10,10 +10,12 @@ import time
 
 from .. import fileformat
 from ..certify import certify
-from ..data import load_points
+from ..data import PointSet, load_points
 from ..errors import InputError
 from ..explain import float_trace
-from .common import EXIT_OK, add_output_options, run
+from ..model import LNNet
+from ..plot.budget import MAX_POINTS, affordable_points, certificate_affordable, sample_points
+from .common import EXIT_OK, add_max_points, add_output_options, run
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,6 +45,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="write an animated GIF of the folds instead (one frame per layer: the fold map "
         "and LayerNorm's circle)",
     )
+    add_max_points(pl, MAX_POINTS, "every figure")
     add_output_options(pl)
     pl.set_defaults(handler=cmd_plot)
 
@@ -63,6 +66,15 @@ def _output_folder(path: str) -> None:
         raise InputError(f"{path}: cannot create the folder (parent not writable)")
 
 
+def _drawn(args: argparse.Namespace) -> tuple[LNNet, PointSet, int]:
+    """The net, the points drawn (a sample of a large set, :mod:`lncapacity.plot.budget`)
+    and how many points the data has."""
+    net = fileformat.load(args.net)
+    points = load_points(args.data)
+    drawn, _ = sample_points(points, affordable_points(net, args.max_points))
+    return net, drawn, points.m
+
+
 def _animate(args: argparse.Namespace) -> int:
     """``plot --animate FOLDS.gif``: the folds as an animated GIF, one frame per layer."""
     if os.path.isdir(args.animate):
@@ -72,10 +84,9 @@ def _animate(args: argparse.Namespace) -> int:
     from ..plot import animate, require_matplotlib
 
     require_matplotlib()
-    net = fileformat.load(args.net)
-    points = load_points(args.data)
+    net, points, total = _drawn(args)
     start = time.perf_counter()
-    layers = animate.save_animation(net, points, out=args.animate)
+    layers = animate.save_animation(net, points, out=args.animate, sample_of=total)
     seconds = round(time.perf_counter() - start, 3)
     if args.json:
         print(json.dumps({"file": args.animate, "frames": layers, "seconds": seconds}, indent=1))
@@ -94,11 +105,10 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from .. import plot
 
     plot.require_matplotlib()  # a missing Matplotlib is a one-line error, before any work
-    net = fileformat.load(args.net)
-    points = load_points(args.data)
+    net, points, total = _drawn(args)
     start = time.perf_counter()
     cert = None
-    if points.d == 2:
+    if points.d == 2 and certificate_affordable(net, points.m):
         cert, _ = run("certifying", args.quiet, lambda bar: certify(net, points, progress=bar))
     created = not os.path.isdir(args.out)
     try:
@@ -115,6 +125,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
             certificate=cert,
             by=args.merge_by,
             trace=trace,
+            sample_of=total,
         )
     except BaseException:
         if created:  # leave nothing behind, not even the empty folder
@@ -124,7 +135,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
                 pass
         raise
     seconds = round(time.perf_counter() - start, 3)
-    skipped = plot.skipped_figures(net, points, trace)
+    skipped = plot.skipped_figures(net, points, trace, cert)
     if args.json:
         print(
             json.dumps(

@@ -72,19 +72,20 @@ from __future__ import annotations
 from .readout import class_arcs, class_intervals
 from .report import KINDS as KINDS
 from .report import explain, present_classes
-from .runs import MERGE_RTOL, label_runs, merge_history, merges_at
+from .runs import MERGE_RTOL, label_runs, merge_history, merge_representatives, merges_at
 from .scalars import Read, fold_points, layer_constants, reads
 from .trace import POWER_STEPS as POWER_STEPS
 from .trace import SVD_FEATURES as SVD_FEATURES
 from .trace import U_HAT as U_HAT
 from .trace import V_HAT as V_HAT
-from .trace import Trace, as_points, float_scores, float_trace, layer_curve
+from .trace import Trace, as_points, block_rows, float_scores, float_trace, layer_curve
 
 __all__ = [
     "MERGE_RTOL",
     "Read",
     "Trace",
     "as_points",
+    "block_rows",
     "class_arcs",
     "class_intervals",
     "explain",
@@ -95,6 +96,7 @@ __all__ = [
     "layer_constants",
     "layer_curve",
     "merge_history",
+    "merge_representatives",
     "merges_at",
     "present_classes",
     "reads",

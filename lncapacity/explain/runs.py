@@ -27,6 +27,7 @@ __all__ = [
     "float_column_gaps",
     "label_runs",
     "merge_history",
+    "merge_representatives",
     "merges_at",
 ]
 
@@ -55,6 +56,60 @@ def merges_at(after: np.ndarray, labels: np.ndarray, amplitude: float) -> list[t
     return [(int(i), int(j)) for i, j in zip(a[hit], b[hit], strict=True)]
 
 
+class _Groups:
+    """Merged groups of points as a union-find: each point's root, each root's members and
+    smallest point.  A join relabels the smaller group (small into large), so joins cost
+    ``O(m log m)`` in all, whatever their order."""
+
+    def __init__(self, m: int) -> None:
+        self.root = np.arange(m)
+        self.members: dict[int, list[int]] = {i: [i] for i in range(m)}
+
+    def join(self, a: int, b: int) -> int | None:
+        """Join the groups of points ``a`` and ``b``: the root of the group, or None if they
+        were one group already (then nothing changes)."""
+        ra, rb = int(self.root[a]), int(self.root[b])
+        if ra == rb:
+            return None
+        if len(self.members[ra]) < len(self.members[rb]):
+            ra, rb = rb, ra
+        moved = self.members.pop(rb)
+        self.root[moved] = ra
+        self.members[ra] += moved
+        return ra
+
+    def smallest(self) -> np.ndarray:
+        """Each point's group named by its smallest point."""
+        low = {r: min(g) for r, g in self.members.items()}
+        return np.array([low[r] for r in self.root.tolist()], dtype=np.intp)
+
+
+def _layer_joins(
+    net: LNNet[fmpq], trace: Trace, labels: np.ndarray, groups: _Groups, layer: int
+) -> list[int]:
+    """Join the groups layer ``layer`` merges (see :func:`merge_history`) in ``groups``; the
+    roots of the groups it formed, in the order each was last joined."""
+    v0, v1 = trace.values[layer - 1], trace.values[layer]
+    if v0 is None or v1 is None:
+        return []
+    pairs = merges_at(v1, labels, trace.amplitude[layer])
+    if net.layers[layer - 1].meta.get("kind") == "pma":
+        order = np.argsort(v0, kind="stable")
+        first, rest = order[0], order[1:]
+        mine = (labels[rest] == labels[first]) & (groups.root[rest] != groups.root[first])
+        if np.any(mine):
+            pairs.insert(0, (int(first), int(rest[np.argmax(mine)])))
+    formed: dict[int, None] = {}  # roots, in the order of their last join
+    for a, b in pairs:
+        ra, rb = int(groups.root[a]), int(groups.root[b])
+        r = groups.join(a, b)
+        if r is not None:
+            formed.pop(ra, None)
+            formed.pop(rb, None)
+            formed[r] = None
+    return list(formed)
+
+
 def merge_history(net: LNNet[fmpq], trace: Trace, labels: np.ndarray) -> list[list[list[int]]]:
     """The groups of merged values each layer forms: per layer, a list of point lists.
 
@@ -65,35 +120,29 @@ def merge_history(net: LNNet[fmpq], trace: Trace, labels: np.ndarray) -> list[li
     lncapacity/construct/pma.py emulates these merges with rational centres, leaving the
     pair a gap of up to a few tenths of its old one).  At every layer, also the values that
     :func:`merges_at` finds equal.  Values come from ``trace``.  Each entry lists
-    every point of the new group, sorted.
+    every point of the new group, sorted; groups are joined small into large, so a layer
+    costs ``O(m log m)`` besides the groups it lists.
     """
-    root = np.arange(len(labels))
-    out: list[list[list[int]]] = []
-    for layer in range(1, trace.depth + 1):
-        v0, v1 = trace.values[layer - 1], trace.values[layer]
-        formed: list[list[int]] = []
-        if v0 is None or v1 is None:
-            out.append(formed)
-            continue
-        pairs = merges_at(v1, labels, trace.amplitude[layer])
-        if net.layers[layer - 1].meta.get("kind") == "pma":
-            order = np.argsort(v0, kind="stable")
-            first = order[0]
-            partner = next(
-                (k for k in order[1:] if labels[k] == labels[first] and root[k] != root[first]),
-                None,
-            )
-            if partner is not None:
-                pairs.insert(0, (int(first), int(partner)))
-        for a, b in pairs:
-            ra, rb = root[a], root[b]
-            if ra == rb:
-                continue
-            root[root == rb] = ra
-            members = np.nonzero(root == ra)[0].tolist()
-            formed = [g for g in formed if not set(g) <= set(members)]
-            formed.append(members)
-        out.append(formed)
+    groups = _Groups(len(labels))
+    return [
+        [sorted(groups.members[r]) for r in _layer_joins(net, trace, labels, groups, layer)]
+        for layer in range(1, trace.depth + 1)
+    ]
+
+
+def merge_representatives(
+    net: LNNet[fmpq], trace: Trace, labels: np.ndarray, columns: Sequence[int] | None = None
+) -> dict[int, np.ndarray]:
+    """For each column in ``columns`` (default: every column ``0..L``), a representative per
+    point: the smallest point of its merged group (:func:`merge_history`) after that
+    column's layer.  ``O(m log m)`` a layer, and memory for the columns asked only."""
+    keep = set(range(trace.depth + 1) if columns is None else columns)
+    groups = _Groups(len(labels))
+    out = {0: groups.smallest()} if 0 in keep else {}
+    for layer in range(1, max(keep, default=0) + 1):
+        _layer_joins(net, trace, labels, groups, layer)
+        if layer in keep:
+            out[layer] = groups.smallest()
     return out
 
 

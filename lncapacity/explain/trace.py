@@ -27,12 +27,14 @@ from ..model import LNNet
 from .scalars import Read, reads
 
 __all__ = [
+    "BLOCK_NUMBERS",
     "POWER_STEPS",
     "SVD_FEATURES",
     "U_HAT",
     "V_HAT",
     "Trace",
     "as_points",
+    "block_rows",
     "float_scores",
     "float_trace",
     "layer_curve",
@@ -163,8 +165,22 @@ def _principal(h: np.ndarray) -> np.ndarray:
         return p / top if top > 0 else np.zeros(len(h))
 
 
-def float_scores(net: LNNet[fmpq], X: np.ndarray, chunk: int = 4096) -> np.ndarray:
-    """The readout scores in float64 for many points (a grid), in cache-sized chunks.
+BLOCK_NUMBERS = 2**22
+"""Float64 numbers (32 MiB) one block of :func:`float_scores` or :func:`layer_curve` holds in
+its widest layer: rows go through a net in blocks of ``BLOCK_NUMBERS // width`` (4,096 at
+most), so that a grid of the plane through a layer of a million features stays in bounded
+memory."""
+
+
+def block_rows(net: LNNet[fmpq], most: int = 4096) -> int:
+    """Rows per block for passes through ``net`` (at least one): ``BLOCK_NUMBERS`` numbers
+    in its widest layer."""
+    return max(1, min(most, BLOCK_NUMBERS // max(net.input_dim, *net.widths, 1)))
+
+
+def float_scores(net: LNNet[fmpq], X: np.ndarray, chunk: int | None = None) -> np.ndarray:
+    """The readout scores in float64 for many points (a grid), in blocks of ``chunk`` rows
+    (default :func:`block_rows`: bounded memory for any width).
 
     The operations of the NumPy ``float64`` backend (:func:`lncapacity.floats.forward`),
     with the weights converted once.
@@ -173,6 +189,7 @@ def float_scores(net: LNNet[fmpq], X: np.ndarray, chunk: int = 4096) -> np.ndarr
     layers = [layer_arrays(net, i) for i in range(net.depth)]
     R, rb = affine_arrays(net.readout)
     X = np.asarray(X, dtype=np.float64)
+    chunk = block_rows(net) if chunk is None else chunk
     out = np.empty((len(X), len(net.classes)))
     with np.errstate(all="ignore"):
         for i in range(0, len(X), chunk):
@@ -198,16 +215,21 @@ def layer_curve(
     L = net.layers[layer - 1]
     col = np.array([to_float(c) for c in a.col])
     b = np.array([to_float(x) for x in L.b])
-    y = np.outer(np.asarray(s, dtype=np.float64), col) + b
-    groups = net.norm(layer - 1).groups
+    row = np.array([to_float(c) for c in nxt.row])
+    eps, groups = to_float(net.eps), net.norm(layer - 1).groups
+    s = np.asarray(s, dtype=np.float64).ravel()
+    out = np.empty(len(s))
+    step = block_rows(net)  # a wide LN-G layer: the grid in blocks of bounded memory
     with np.errstate(all="ignore"):
-        if groups != 1:  # LN-G: no closed form of one fold, the layer itself in float64
-            return layer_norm(y, to_float(net.eps), groups) @ np.array(
-                [to_float(c) for c in nxt.row]
-            )
-        y = y - y.mean(axis=1, keepdims=True)
-        h = y / np.sqrt((y * y).mean(axis=1, keepdims=True) + to_float(net.eps))
-    return h @ np.array([to_float(c) for c in nxt.row])
+        for i in range(0, len(s), step):
+            y = np.outer(s[i : i + step], col) + b
+            if groups != 1:  # LN-G: no closed form of one fold, the layer itself in float64
+                h = layer_norm(y, eps, groups)
+            else:
+                y = y - y.mean(axis=1, keepdims=True)
+                h = y / np.sqrt((y * y).mean(axis=1, keepdims=True) + eps)
+            out[i : i + step] = h @ row
+    return out
 
 
 def as_points(net: LNNet[fmpq], X: Any, y: Any = None) -> PointSet:

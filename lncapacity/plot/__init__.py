@@ -20,6 +20,8 @@ One module per family of pictures: :mod:`.ladders`, :mod:`.folds` (fold
 maps), :mod:`.circle_views`, :mod:`.decision` (decision regions), :mod:`.merges`
 (merge trees and their graphs) and :mod:`.save` (all at once, for the CLI), with
 :mod:`.common` holding the palette, the style and what the pictures share.
+:mod:`.budget` bounds what the command draws by the net's size (a sample of large point
+sets, grids of the plane sized by the net).
 """
 
 from .circle_views import circles

@@ -21,6 +21,7 @@ from ..arith import to_float
 from ..errors import InputError
 from ..explain import Trace, fold_points, layer_curve, reads
 from ..model import LNNet
+from .budget import sample_note
 from .common import (
     SLIDE,
     _class_handles,
@@ -52,16 +53,18 @@ def fold_animation(
     *,
     max_frames: int = MAX_FRAMES,
     trace: Trace | None = None,
+    sample_of: int | None = None,
 ) -> tuple[Any, list[int]]:
     """A Matplotlib ``FuncAnimation`` with one frame per layer, and the layers shown.
 
     Layers beyond ``max_frames`` are subsampled evenly (first and last kept; the title
-    says so).  Raises :class:`~lncapacity.errors.InputError` for a net without layers.
+    says so).  ``sample_of``: the number of points ``X`` is a sample of (the title says
+    so).  Raises :class:`~lncapacity.errors.InputError` for a net without layers.
     """
     from matplotlib.animation import FuncAnimation
     from matplotlib.transforms import blended_transform_factory
 
-    _, idx, trace = _setup(net, X, y, trace)
+    points, idx, trace = _setup(net, X, y, trace)
     if not net.layers:
         raise InputError("the net has no LayerNorm layers: there is no fold to animate")
     rd = reads(net)
@@ -69,6 +72,8 @@ def fold_animation(
     k = len(net.classes)
     layers = [n + 1 for n in evenly_spaced(net.depth, max_frames)]
     note = "" if len(layers) == net.depth else f" ({len(layers)} of {net.depth} shown)"
+    if sampled := sample_note(points.m, sample_of or points.m):
+        note += f"\n{sampled}"
     circle = trace.on_circle
     R3 = math.sqrt(3.0)
     with require_matplotlib().rc_context(SLIDE):
@@ -128,11 +133,12 @@ def save_animation(
     fps: float = 1.0,
     dpi: int = 80,
     max_frames: int = MAX_FRAMES,
+    sample_of: int | None = None,
 ) -> list[int]:
     """Write :func:`fold_animation` as an animated GIF to ``out`` (atomically); the layers."""
     from matplotlib.animation import PillowWriter
 
-    anim, layers = fold_animation(net, X, y, max_frames=max_frames)
+    anim, layers = fold_animation(net, X, y, max_frames=max_frames, sample_of=sample_of)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "folds.gif"
         with require_matplotlib().rc_context(SLIDE):

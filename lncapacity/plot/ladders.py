@@ -7,6 +7,7 @@ readout's thresholds and the values or arcs each class wins.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,7 +20,7 @@ from ..explain import (
     class_arcs,
     class_intervals,
     layer_constants,
-    merge_history,
+    merge_representatives,
     reads,
 )
 from ..model import LNNet
@@ -59,17 +60,6 @@ def _rank(v: np.ndarray, amplitude: float) -> np.ndarray:
     return 2 * out / max(m - 1, 1) - 1
 
 
-def merged_sets(net: LNNet[Any], trace: Trace, idx: np.ndarray) -> list[np.ndarray]:
-    """For each column, a representative per point: points merged so far share one."""
-    root = np.arange(len(idx))
-    out = [root.copy()]
-    for groups in merge_history(net, trace, idx):
-        for g in groups:
-            root[g] = g[0]
-        out.append(root.copy())
-    return out
-
-
 def _folded_end(net: LNNet[Any], trace: Trace) -> list[int]:
     """Per column ``c < L``: ``-1`` if layer ``c + 1`` folds at the low end of the values it
     reads (its centre at or below their middle: the short side is folded over the long
@@ -91,7 +81,7 @@ def _folded_end(net: LNNet[Any], trace: Trace) -> list[int]:
 def ladder_columns(
     trace: Trace,
     mode: str,
-    sets: list[np.ndarray] | None = None,
+    sets: Mapping[int, np.ndarray] | None = None,
     folded_end: list[int] | None = None,
 ) -> tuple[list[int], list[np.ndarray], str]:
     """Column indices, their plotted coordinates, and the y-axis label."""
@@ -103,7 +93,7 @@ def ladder_columns(
             a = trace.amplitude[c]
             if mode == "rank":
                 pos = _rank(v, a)
-                if sets is not None and c < len(sets):  # merged values share a place
+                if sets is not None and c in sets:  # merged values share a place
                     r = sets[c]
                     pos = (
                         np.bincount(r, weights=pos, minlength=len(r))
@@ -218,7 +208,7 @@ def ladder(
         raise InputError("this net has a map of rank above one: use mode='angle' or 'principal'")
     if mode == "angle" and not trace.on_circle:
         raise InputError("the angle view needs every layer of width 3: use mode='principal'")
-    sets = merged_sets(net, trace, idx) if mode in ("value", "rank") else None
+    sets = merge_representatives(net, trace, idx) if mode in ("value", "rank") else None
     ends = _folded_end(net, trace) if mode == "rank" else None
     cols, ys, ylabel = ladder_columns(trace, mode, sets if mode == "rank" else None, ends)
     if not cols:
