@@ -3,7 +3,7 @@
 The float64 interval passes treat each point on its own, so :func:`certify
 <lncapacity.certify.certify>` cuts the points into spans and runs the pass of each span as one
 task (:func:`interval_span`), and the points it leaves undecided in chunks of
-:data:`~lncapacity.certify.CHUNK` as ball tasks (:func:`ball_chunk`), over the process pool or
+``lncapacity.certify.CHUNK`` as ball tasks (:func:`ball_chunk`), over the process pool or
 a Dask cluster (:func:`lncapacity.cluster.mapper`).  What every task needs (the net, the
 points, the labels) goes to each worker once.  The spans follow from the net and the number
 of points alone (:func:`spans`), never from the number of processes, so the certificate is
@@ -75,7 +75,7 @@ class Plan:
 def interval_span(
     plan: Plan, span: tuple[int, int]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The float64 interval pass of the points ``start .. stop - 1``: margins and scores
+    """The float64 interval pass of the points ``start`` to ``stop - 1``: margins and scores
     enclosed as :func:`~lncapacity.certify.intervals.interval_pass` encloses them."""
     start, stop = span
     X, labels, net = plan.X[start:stop], plan.labels[start:stop], plan.net
