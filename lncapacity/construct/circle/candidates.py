@@ -14,8 +14,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ...elementary import angle_key, atan, atan2, cos, log, sin, tan
 from ...reproducible import gram, matmul, norm, orthonormal_columns, solve, top_eigenvectors
-from .state import GAP_MIN, _cost, _score_orders
+from .state import GAP_MIN, _cost, _score_directions, turn_angles, turns
 
 
 def _first_candidates(X: np.ndarray, y: np.ndarray, rng: np.random.Generator, count: int):
@@ -56,11 +57,11 @@ def _first_layer(
     beam: int,
     centres: int,
     gap_min: float = GAP_MIN,
-    cost: Callable[[int, float], float] = _cost,
+    cost: Callable[[np.ndarray, np.ndarray], np.ndarray] = _cost,
 ) -> list[tuple[int, float, np.ndarray, np.ndarray]]:
     """Candidate first layers ``(B, gap, Q, q)``: angle of ``X Q - q`` around ``q`` (label
     gaps at least ``gap_min``, ranked by ``cost``, as in ``_fold_layer_candidates``)."""
-    out = []
+    out: list[tuple[float, tuple[int, float, np.ndarray, np.ndarray]]] = []
     d = X.shape[1]
     for Q in _first_candidates(X, y, rng, 1 if d == 1 else 12):
         Z = matmul(X, Q)
@@ -75,29 +76,28 @@ def _first_layer(
             ang = rng.random(centres // 2) * 2 * math.pi
             far = (
                 mid
-                + np.c_[np.cos(ang), np.sin(ang)]
+                + np.c_[cos(ang), sin(ang)]
                 * span
                 * rng.choice([0.75, 1.5, 4.0, 64.0], size=centres // 2)[:, None]
             )
             qs = np.r_[inner, far]
         radius = 0.1 * span
         for _ in range(REFINE + 1):
-            rel = np.arctan2(Z[None, :, 1] - qs[:, None, 1], Z[None, :, 0] - qs[:, None, 0])
-            b, gap, _ = _score_orders(rel, y, cyclic=True)
-            found = [
-                (int(b[k]), float(gap[k]), Q, qs[k]) for k in range(len(qs)) if gap[k] >= gap_min
-            ]
-            out += found
-            if d == 1 or not found:
+            u = Z[None, :, 0] - qs[:, None, 0]
+            v = Z[None, :, 1] - qs[:, None, 1]
+            b, gap = _score_directions(u, v, y, cyclic=True)
+            ok = np.flatnonzero(gap >= gap_min)
+            costs = cost(b[ok], gap[ok])
+            out += [(c, (int(b[k]), float(gap[k]), Q, qs[k])) for c, k in zip(costs, ok)]
+            if d == 1 or not len(ok):
                 break
             # refine: centres around the best ones so far, closer each round
-            found.sort(key=lambda c: cost(c[0], c[1]))
-            best = np.array([c[3] for c in found[:4]])
+            best = qs[ok[np.argsort(costs, kind="stable")[:4]]]
             qs = np.repeat(best, centres // 8, axis=0)
             qs = qs + rng.standard_normal(qs.shape) * radius
             radius /= 2
-    out.sort(key=lambda c: cost(c[0], c[1]))
-    return out[:beam]
+    out.sort(key=lambda c: c[0])
+    return [c for _, c in out[:beam]]
 
 
 def _fold_poles(theta: np.ndarray, y: np.ndarray, rng: np.random.Generator, count: int):
@@ -127,11 +127,11 @@ def _fold_poles(theta: np.ndarray, y: np.ndarray, rng: np.random.Generator, coun
     t1 = srt[i] + f1 * (nxt[i] - srt[i])
     t2 = srt[j] + f2 * (nxt[j] - srt[j])
     half = (t2 - t1) / 2
-    c = np.cos(half)
+    c = cos(half)
     keep = np.abs(c) > 1e-9
     t1, t2, c = t1[keep], t2[keep], c[keep]
     mid = (t1 + t2) / 2
-    return np.c_[np.cos(mid), np.sin(mid)] / c[:, None]
+    return np.c_[cos(mid), sin(mid)] / c[:, None]
 
 
 def _aligning_poles(theta: np.ndarray, y: np.ndarray, rng: np.random.Generator, count: int):
@@ -165,7 +165,7 @@ def _aligning_poles(theta: np.ndarray, y: np.ndarray, rng: np.random.Generator, 
         c = np.where(outer, g[:, 1], g[:, 2])
         d = np.where(outer, g[:, 2], g[:, 3])
     rot = rng.random(count) * 2 * math.pi  # keep the half-angle tangents finite
-    sa, sb, sc, sd = (np.tan((v - rot) / 2) for v in (a, b, c, d))
+    sa, sb, sc, sd = (tan((v - rot) / 2) for v in (a, b, c, d))
     # g(s) = (al s + be) / (ga s - al): al (s1 + s2) + be - ga s1 s2 = 0 for both pairs
     u = np.c_[sa + sb, np.ones(count), -sa * sb]
     v = np.c_[sc + sd, np.ones(count), -sc * sd]
@@ -175,13 +175,13 @@ def _aligning_poles(theta: np.ndarray, y: np.ndarray, rng: np.random.Generator, 
     r = np.sqrt(np.where(ok, disc, 0.0))
     s1 = (al + r) / np.where(ok, ga, 1.0)
     s2 = (al - r) / np.where(ok, ga, 1.0)
-    t1 = 2 * np.arctan(s1) + rot
-    t2 = 2 * np.arctan(s2) + rot
+    t1 = 2 * atan(s1) + rot
+    t2 = 2 * atan(s2) + rot
     half = (t2 - t1) / 2
-    cs = np.cos(half)
+    cs = cos(half)
     ok &= np.abs(cs) > 1e-9
     mid = (t1 + t2) / 2
-    q = np.c_[np.cos(mid), np.sin(mid)] / np.where(ok, cs, 1.0)[:, None]
+    q = np.c_[cos(mid), sin(mid)] / np.where(ok, cs, 1.0)[:, None]
     return q[ok]
 
 
@@ -219,30 +219,37 @@ def _fold_layer_candidates(
     count: int,
     keep: int,
     gap_min: float = GAP_MIN,
-    cost: Callable[[int, float], float] = _cost,
+    cost: Callable[[np.ndarray, np.ndarray], np.ndarray] = _cost,
 ) -> list[tuple[int, float, np.ndarray]]:
     """The ``keep`` best poles ``(B, gap, q)`` for points ``P`` near the unit circle
     (label gaps at least ``gap_min``, ranked by ``cost``; ``objective="depth"`` passes
     its own, :mod:`.precise`)."""
-    theta = np.arctan2(P[:, 1], P[:, 0])
+    theta = atan2(P[:, 1], P[:, 0])
     qs = np.r_[_fold_poles(theta, y, rng, count // 2), _aligning_poles(theta, y, rng, count)]
-    out = []
+    bs, gaps, poles = [], [], []
     for s in range(0, len(qs), 256):
         qq = qs[s : s + 256]
-        b, gap, _ = _score_orders(seen_from(P, qq), y, cyclic=False)
-        for k in np.flatnonzero(gap >= gap_min):
-            out.append((int(b[k]), float(gap[k]), qq[k]))
-    out.sort(key=lambda c: cost(c[0], c[1]))
-    return out[:keep]
+        b, gap = _score_directions(*seen_from(P, qq), y, cyclic=False)
+        ok = gap >= gap_min
+        bs.append(b[ok])
+        gaps.append(gap[ok])
+        poles.append(qq[ok])
+    if not poles:
+        return []
+    b, gap, q = np.concatenate(bs), np.concatenate(gaps), np.concatenate(poles)
+    best = np.argsort(cost(b, gap), kind="stable")[:keep]
+    return [(int(b[k]), float(gap[k]), q[k]) for k in best]
 
 
-def seen_from(P: np.ndarray, qq: np.ndarray) -> np.ndarray:
-    """The angles of the points ``P`` (``m x 2``) seen from each pole of ``qq`` (``K x 2``),
-    relative to the direction from the pole to the centre, in ``[-pi, pi)`` (``K x m``): the
-    directions a fold layer reads (proofs/circle_maps.md §1)."""
-    base = np.arctan2(-qq[:, 1], -qq[:, 0])[:, None]
-    a = np.arctan2(P[None, :, 1] - qq[:, None, 1], P[None, :, 0] - qq[:, None, 0])
-    return (a - base + math.pi) % (2 * math.pi) - math.pi
+def seen_from(P: np.ndarray, qq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The directions of the points ``P`` (``m x 2``) seen from each pole of ``qq`` (``K x 2``)
+    in the frame whose first axis points from the pole to the centre (``K x m`` each, both
+    scaled by ``|q|``): the directions a fold layer reads (proofs/circle_maps.md §1).  Their
+    angles, in ``(-pi, pi]``, are what :func:`~.state._score_directions` orders."""
+    du = P[None, :, 0] - qq[:, None, 0]
+    dv = P[None, :, 1] - qq[:, None, 1]
+    a, b = -qq[:, 0, None], -qq[:, 1, None]  # the axis, -q
+    return a * du + b * dv, a * dv - b * du
 
 
 def _moebius(t: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -269,50 +276,57 @@ def _moebius(t: np.ndarray, s: np.ndarray) -> np.ndarray:
 
 TARGET = 0.45 * math.pi
 """The image of the outermost points: the cone of directions becomes ``(-TARGET, TARGET)``."""
+_TARGET_SLOPES = tan(np.array([-TARGET, 0.0, TARGET]))
 REFINE = 6
 """Rounds of local refinement of the first layer's centre."""
 PIVOTS = (0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.9)
 """Rank fractions of the point sent to direction 0 by the spreading map."""
 
 
-def _spread(rel: np.ndarray, y: np.ndarray, gap_min: float = GAP_MIN) -> tuple[np.ndarray, float]:
-    """``M`` (2 x 2, acting on directions at angles ``rel`` in ``(-pi/2, pi/2)``) spreading them.
+def _spread(
+    u: np.ndarray, v: np.ndarray, y: np.ndarray, gap_min: float = GAP_MIN
+) -> tuple[np.ndarray, float]:
+    """``M`` (2 x 2, acting on the directions ``(u, v)`` of a cone ``u > 0``, as
+    :func:`seen_from` gives them) spreading them.
 
     A projective map of the directions sends the two outermost points to
     ``-+TARGET`` and the point of rank fraction ``f`` (from :data:`PIVOTS`) to
     0; the ``f`` giving the largest smallest label gap wins (``_evenness``, with
-    ``gap_min``).
+    ``gap_min``).  It acts on the slopes ``v / u`` (:func:`_moebius`).
     """
-    srt = np.sort(rel)
-    t = np.tan(srt)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.sort(v / u)
     best = (-math.inf, np.eye(2))
     for f in PIVOTS:
         k = min(max(round(f * (len(t) - 1)), 1), len(t) - 2) if len(t) > 2 else 0
         src = np.array([t[0], t[k], t[-1]])
         if not (src[0] < src[1] < src[2]):
             continue
-        M = _moebius(src, np.tan(np.array([-TARGET, 0.0, TARGET])))
-        V = matmul(np.c_[np.cos(rel), np.sin(rel)], M.T)
+        M = _moebius(src, _TARGET_SLOPES)
+        V = matmul(np.c_[u, v], M.T)
         if np.median(V[:, 0]) < 0:
             M, V = -M, -V
-        new = np.arctan2(V[:, 1], V[:, 0])
-        score = _evenness(new, y, gap_min)
+        score = _evenness(V, y, gap_min)
         if score > best[0]:
             best = (score, M)
     return best[1], best[0]
 
 
-def _evenness(theta: np.ndarray, y: np.ndarray, gap_min: float = GAP_MIN) -> float:
-    """Mean log angle between neighbours of different labels (``-inf`` below ``gap_min``,
-    default :data:`~.state.GAP_MIN`; angles closer than :data:`TIE` count as that)."""
-    srt_i = np.argsort(theta, kind="stable")
-    srt, lab = theta[srt_i], y[srt_i]
-    d = np.diff(srt)[lab[1:] != lab[:-1]]
-    if d.size == 0:
+def _evenness(V: np.ndarray, y: np.ndarray, gap_min: float = GAP_MIN) -> float:
+    """Mean log angle between neighbours of different labels among the directions ``V``
+    (``m x 2``, in angle order, not around the circle; ``-inf`` below ``gap_min``, default
+    :data:`~.state.GAP_MIN`; angles closer than :data:`TIE` count as that)."""
+    key = angle_key(V[:, 1], V[:, 0])
+    order = np.argsort(key, kind="stable")
+    lab = y[order]
+    i = np.flatnonzero(lab[1:] != lab[:-1])
+    if not len(i):
         return 0.0
+    a, b = order[i], order[i + 1]
+    d = turn_angles(*turns(V[a, 0], V[a, 1], V[b, 0], V[b, 1], key[b] - key[a]))
     if d.min() < gap_min:
         return -math.inf
-    return float(np.log(np.maximum(d, TIE)).mean())
+    return float(log(np.maximum(d, TIE)).mean())
 
 
 TIE = 2.0**-64

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from flint import fmpq
 
+from ...elementary import TWO_PI, angle_key, atan2, log2
 from ...floats import layer_norm
 from ...model import Affine
 from ...reproducible import matmul, norm
@@ -66,36 +67,82 @@ def plane(H: np.ndarray) -> np.ndarray:
     return matmul(H, E) / SQRT3
 
 
-def _score_orders(
-    rel: np.ndarray, y: np.ndarray, cyclic: bool, err: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For each row of angles ``rel`` (``K x m``): boundaries, smallest label gap, order.
+def _score_directions(
+    u: np.ndarray, v: np.ndarray, y: np.ndarray, cyclic: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each row of directions ``(u, v)`` (``K x m``, one per point, as seen from some
+    centre): label boundaries around the centre and the smallest label gap (radians).
 
-    ``cyclic``: the angles go around the whole circle (the gap from the last
-    point back to the first counts); otherwise they lie in an arc shorter
-    than ``pi`` and the wrap-around is a boundary but not a gap to resolve.
-    ``err`` (one per point): each angle is widened by :data:`SAFETY` times the float64
-    error it may carry, and the gap between two neighbouring label runs is what is
-    left between their widened hulls (so that float64 and the exact net agree: a
-    point deep inside a run may carry a larger error than the gap at its run's end).
+    The points are sorted by :func:`~lncapacity.elementary.angle_key` (one division: the
+    same order on every processor), and the turn from each point to the next is that of
+    ``(dot, cross)`` of their directions; only the smallest turn between labels is taken to
+    an angle (:func:`~lncapacity.elementary.atan2`).  ``cyclic``: the directions go around
+    the whole circle (the turn from the last point back to the first counts); otherwise
+    they lie in an arc shorter than ``pi`` and the wrap-around is a boundary but not a gap
+    to resolve.  Two points that the rounded keys order against their cross product have a
+    turn just below 0: such a gap is negative (no float resolves it).
     """
-    order = np.argsort(rel, axis=1, kind="stable")
-    srt = np.take_along_axis(rel, order, axis=1)
+    K, m = u.shape
+    key = angle_key(v, u)
+    order = np.argsort(key, axis=1, kind="stable")
     lab = y[order]
-    b = boundaries_cyclic(lab)
-    if err is not None:
-        widths = SAFETY * err[order]
-        rows = zip(srt, widths, lab, strict=True)
-        gap = np.array([_widened_gap(*row, cyclic) for row in rows])
-        return b, gap, order
-    diff = np.diff(srt, axis=1)
-    change = lab[:, 1:] != lab[:, :-1]
-    gaps = np.where(change, diff, np.inf)
-    gap = gaps.min(axis=1)
-    if cyclic:
-        wrap = srt[:, 0] + 2 * math.pi - srt[:, -1]
-        gap = np.minimum(gap, np.where(lab[:, 0] != lab[:, -1], wrap, np.inf))
-    return b, gap, order
+    change = lab != np.roll(lab, -1, axis=1)
+    b = change.sum(axis=1)
+    if not cyclic:
+        change[:, -1] = False
+    at = np.flatnonzero(change)  # row-major: each row's label changes together
+    gap = np.full(K, np.inf)
+    if not len(at):
+        return b, gap
+    row, col = np.divmod(at, m)
+    order = order.ravel()
+    first = row * m + order[at]  # the points before and after each change
+    second = row * m + order[row * m + (col + 1) % m]
+    u, v, key = u.ravel(), v.ravel(), key.ravel()
+    advance = key[second] - key[first] + np.where(col == m - 1, 4.0, 0.0)
+    dot, cross, t = turns(u[first], v[first], u[second], v[second], advance)
+    starts = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
+    least = np.repeat(np.minimum.reduceat(t, starts), np.diff(np.r_[starts, len(t)]))
+    hit = np.flatnonzero(t == least)  # NaN data: no hit, and the row's gap stays NaN
+    chosen = hit[np.r_[True, row[hit][1:] != row[hit][:-1]]]  # each row's first least turn
+    gap[row[starts]] = np.nan
+    gap[row[chosen]] = turn_angles(dot[chosen], cross[chosen], t[chosen])
+    return b, gap
+
+
+def turns(
+    u1: np.ndarray, v1: np.ndarray, u2: np.ndarray, v2: np.ndarray, advance: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The turns from directions ``(u1, v1)`` to the next ones ``(u2, v2)`` in the order of
+    :func:`~lncapacity.elementary.angle_key`, which advances by ``advance`` (4 a whole
+    turn): their ``dot`` and ``cross`` products and the turn as a key in ``[-1, 4)``, ordered
+    as the turns are (angle_key's of ``(dot, cross)``, 4 added beyond ``pi``).
+
+    A negative cross product is a turn beyond ``pi`` where the keys advance by more than a
+    quarter turn (a quarter turn adds exactly 1 to the key), else two points the rounded
+    keys order the other way round: a turn just below 0.
+    """
+    dot, cross = u1 * u2 + v1 * v2, u1 * v2 - v1 * u2
+    t = angle_key(cross, dot)
+    return dot, cross, np.where((t < 0) & (advance > 1), t + 4, t)
+
+
+def turn_angles(dot: np.ndarray, cross: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The turns of :func:`turns` in radians, in ``[0, 2 pi)`` (a hair below 0 where the keys
+    ordered two points against their cross product)."""
+    return atan2(cross, dot) + np.where(t > 2, TWO_PI, 0.0)
+
+
+def _score_angles(theta: np.ndarray, y: np.ndarray, err: np.ndarray) -> tuple[int, float]:
+    """Boundaries of the angles ``theta`` around the circle and their smallest label gap,
+    each angle widened by :data:`SAFETY` times the float64 error it may carry (``err``): the
+    gap between two neighbouring label runs is what is left between their widened hulls (so
+    that float64 and the exact net agree: a point deep inside a run may carry a larger error
+    than the gap at its run's end)."""
+    order = np.argsort(theta, kind="stable")
+    lab = y[order]
+    b = int(boundaries_cyclic(lab[None, :])[0])
+    return b, _widened_gap(theta[order], SAFETY * err[order], lab, cyclic=True)
 
 
 def _widened_gap(theta: np.ndarray, width: np.ndarray, lab: np.ndarray, cyclic: bool) -> float:
@@ -127,17 +174,29 @@ def _affine(W: np.ndarray, b: np.ndarray, meta: dict[str, Any]) -> Affine[fmpq]:
 
 
 def _scaled(G: np.ndarray, eps: float) -> float:
-    """A power of two ``s`` so that ``s |g| >= 2^20 sqrt(eps)`` for every row ``g`` of ``G``."""
-    r = float(np.linalg.norm(G, axis=1).min())
+    """A power of two ``s`` so that ``s |g| >= 2^20 sqrt(eps)`` for every row ``g`` of ``G``
+    (with ``eps = 0``: ``1 / s`` the power of two nearest the largest ``|g|``, in the sense of
+    ``log2``).  Found from the binary exponents (``frexp``): exact, no logarithm."""
+    sizes = np.sqrt((G * G).sum(axis=1))
+    r = float(sizes.min())
     if eps == 0 or r == 0:
-        return 2.0 ** -round(math.log2(max(float(np.linalg.norm(G, axis=1).max()), 1e-300)))
-    need = 2.0**20 * math.sqrt(eps) / r
-    return 2.0 ** max(0, math.ceil(math.log2(need)))
+        m, e = math.frexp(max(float(sizes.max()), 1e-300))  # 2^(e-1) <= |g| < 2^e
+        return math.ldexp(1.0, -(e - 1 if m < SQRT_HALF else e))
+    m, e = math.frexp(2.0**20 * math.sqrt(eps) / r)
+    return math.ldexp(1.0, max(0, e - 1 if m == 0.5 else e))  # 2^ceil(log2 need)
 
 
-def _cost(boundaries: int, gap: float) -> float:
-    """Boundaries, plus :data:`LAMBDA` per halving of the label gap below :data:`COMFORT`."""
-    return boundaries + LAMBDA * max(0.0, math.log2(COMFORT / gap))
+SQRT_HALF = math.sqrt(0.5)
+"""Where ``_scaled`` rounds ``log2`` up (``|g| / 2^(e - 1) >= sqrt 2``, nearly)."""
+
+
+def _cost(boundaries: Any, gap: Any) -> Any:
+    """Boundaries, plus :data:`LAMBDA` per halving of the label gap below :data:`COMFORT`
+    (numbers or arrays; :func:`~lncapacity.elementary.log2`, the same bits everywhere)."""
+    with np.errstate(divide="ignore"):
+        halvings = np.maximum(0.0, log2(COMFORT / np.asarray(gap, dtype=float)))
+    cost = boundaries + LAMBDA * halvings
+    return float(cost) if np.ndim(cost) == 0 else cost
 
 
 def _rank(st: State) -> float:
@@ -169,7 +228,8 @@ def _carry(
     said ``2^-17``.)"""
     Z = matmul(H, W.T) + b
     out = layer_norm(Z, eps)
-    theta = np.arctan2(*(plane(out)).T[::-1])
+    p = plane(out)
+    theta = atan2(p[:, 1], p[:, 0])
     P = matmul(Z, E)
     size = np.linalg.norm(P, axis=1)  # |z - mean z|: E is an orthonormal basis of the plane
     fresh = ROUNDING * _condition(H, W, b, size)
