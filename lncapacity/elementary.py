@@ -43,6 +43,7 @@ __all__ = [
     "atan2",
     "cos",
     "exp",
+    "geomspace",
     "log",
     "log2",
     "sin",
@@ -179,9 +180,13 @@ def atan2(y: Any, x: Any) -> Any:
         r = np.where(hi > 0, r, 0.0)
     z = r * r
     j = i.astype(np.intp)
-    a = _ATAN_HI[j] + (_ATAN_LO[j] + (r + (r * z) * _horner(z, _ATAN)))  # in [0, pi/4]
-    a = np.where(steep, (_HALF_PI_HI - a) + _HALF_PI_LO, a)  # in [0, pi/2]
-    a = np.where(np.signbit(x), (_PI_HI - a) + _PI_LO, a)  # in [0, pi]
+    hi_part, lo_part = _ATAN_HI[j], _ATAN_LO[j] + (r + (r * z) * _horner(z, _ATAN))
+    # the angle is base + sign (hi + lo): base 0, pi / 2 or pi (both parts), sign +-1
+    left = np.signbit(x)
+    sign = np.where(steep == left, 1.0, -1.0)
+    base_hi = np.where(steep, _HALF_PI_HI, np.where(left, _PI_HI, 0.0))
+    base_lo = np.where(steep, _HALF_PI_LO, np.where(left, _PI_LO, 0.0))
+    a = (base_hi + sign * hi_part) + (base_lo + sign * lo_part)
     a = np.where(np.isnan(x) | np.isnan(y), np.nan, a)
     return _out(scalar, np.copysign(a, y))
 
@@ -237,6 +242,15 @@ def exp(x: Any) -> Any:
     v = np.ldexp(_horner(r, _EXP), k.astype(np.int64))  # 2^k e^r, exact scaling
     v = np.where(x > _EXP_TOP, np.inf, np.where(x < _EXP_BOTTOM, 0.0, v))
     return _out(scalar, np.where(np.isnan(x), np.nan, v))
+
+
+def geomspace(start: float, stop: float, num: int) -> np.ndarray:
+    """``num`` numbers from ``start`` to ``stop`` (both positive, each exactly) in geometric
+    progression, as ``numpy.geomspace``: ``start (stop / start)^(i / (num - 1))``."""
+    ratio = log(np.asarray(stop / start, dtype=np.float64))
+    out = start * exp(np.arange(num) / (num - 1) * ratio)
+    out[[0, -1]] = start, stop
+    return out
 
 
 def angle_key(y: Any, x: Any) -> Any:

@@ -25,15 +25,16 @@ labels, ``eps = 0``.
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import mpmath
+import numpy as np
 from flint import fmpq
 
 from ..certify import certify
 from ..data import PointSet
+from ..elementary import PI, TWO_PI, atan2, cos, sin
 from ..errors import InputError
 from ..model import Affine, LNNet
 
@@ -158,35 +159,32 @@ def _float_score(dirs, labels, N0, alpha, t, pairs):  # type: ignore[no-untyped-
     a collision), or ``SAME_WEIGHT`` times the smallest between any neighbours,
     whichever is less, over the spread of the angles.
     """
-    c, s = math.cos(alpha), math.sin(alpha)
+    c, s = cos(alpha), sin(alpha)
     R = [[c, s], [-s, c]]
     M = [[sum(R[0][k] * N0[k][j] for k in range(2)) for j in range(2)]]
     M.append([t * sum(R[1][k] * N0[k][j] for k in range(2)) for j in range(2)])
-    h = []
-    for d in dirs:
-        v = (M[0][0] * d[0] + M[0][1] * d[1], M[1][0] * d[0] + M[1][1] * d[1])
-        n = math.hypot(*v)
-        h.append((v[0] / n, v[1] / n))
+    d = np.asarray(dirs, dtype=float)
+    v = np.c_[M[0][0] * d[:, 0] + M[0][1] * d[:, 1], M[1][0] * d[:, 0] + M[1][1] * d[:, 1]]
+    h = v / np.sqrt(v[:, 0] * v[:, 0] + v[:, 1] * v[:, 1])[:, None]
     (a, b) = pairs[0]
     if len(pairs) == 1:
-        Q = (h[a][0] + 3 * (h[b][0] - h[a][0]), h[a][1] + 3 * (h[b][1] - h[a][1]))
+        Q = h[a] + 3 * (h[b] - h[a])
     else:
         (cc, dd) = pairs[1]
-        r = (h[b][0] - h[a][0], h[b][1] - h[a][1])
-        sv = (h[dd][0] - h[cc][0], h[dd][1] - h[cc][1])
+        r, sv = h[b] - h[a], h[dd] - h[cc]
         den = r[0] * sv[1] - r[1] * sv[0]
         if den == 0:
             return -1.0
         u = ((h[cc][0] - h[a][0]) * sv[1] - (h[cc][1] - h[a][1]) * sv[0]) / den
-        Q = (h[a][0] + u * r[0], h[a][1] + u * r[1])
-    if Q[0] ** 2 + Q[1] ** 2 <= 1 + 1e-9:
+        Q = h[a] + u * r
+    if Q[0] * Q[0] + Q[1] * Q[1] <= 1 + 1e-9:
         return -1.0
     gone = {j for _, j in pairs}
-    pts = [
-        (math.atan2(x[1] - Q[1], x[0] - Q[0]), labels[i]) for i, x in enumerate(h) if i not in gone
-    ]
+    kept = [i for i in range(len(h)) if i not in gone]
+    angles = atan2(h[kept, 1] - Q[1], h[kept, 0] - Q[0])
+    pts = list(zip(angles.tolist(), [labels[i] for i in kept], strict=True))
     a0 = pts[0][0]
-    rel = sorted(((p - a0 + math.pi) % (2 * math.pi) - math.pi, lab) for p, lab in pts)
+    rel = sorted(((p - a0 + PI) % TWO_PI - PI, lab) for p, lab in pts)
     spread = rel[-1][0] - rel[0][0]
     diff = [q[0] - p[0] for p, q in itertools.pairwise(rel) if p[1] != q[1]]
     every = [q[0] - p[0] for p, q in itertools.pairwise(rel)]

@@ -41,6 +41,7 @@ import numpy as np
 from flint import arb, fmpq
 
 from ..arith import dyadic_between, precision
+from ..elementary import atan, cos, geomspace, sin
 from .fold import Chain, FoldStep
 from .pma import (
     NoSafeCentre,
@@ -51,7 +52,15 @@ from .pma import (
     with_tolerances,
 )
 from .project import runs
-from .runfold import ANGLES, Unresolvable, certified_runs, eighth_power, to_steps
+from .runfold import (
+    ANGLES,
+    Unresolvable,
+    best_first,
+    certified_runs,
+    eighth_power,
+    inverse_eighth_root,
+    to_steps,
+)
 
 NEAR = arb(2) ** -10
 """Mirror images of different labels closer than this fraction of the smallest label gap
@@ -62,7 +71,7 @@ TARGETS = 3
 """Same-label runs, counted from each end, that a merge may aim at (and the last run)."""
 FIRSTS = 3
 """Runs, counted from each end, that a merge may move (those before it go beyond the far end)."""
-WIDTHS = np.geomspace(1e-4, 30.0, 22)
+WIDTHS = geomspace(1e-4, 30.0, 22)
 """Candidate ``sqrt(3) beta`` relative to the span from ``R_1`` to the run after ``R_j``."""
 WATCHED = 48
 RESOLVED = 2.0**-36
@@ -265,7 +274,7 @@ def _scored(chain: Chain, rs: list[list[int]], labels: list[int]) -> list[tuple]
             for j in dict.fromkeys([*same[:TARGETS], *same[-1:]]):
                 with np.errstate(all="ignore"):
                     score, c, w, psi = _merge_scores(xl, xh, first, j, lab)
-                best = np.argsort(score)[::-1][:8]
+                best = best_first(score)[:8]
                 out += [
                     (score[t], end, j, c[t], w[t], psi[t]) for t in best if np.isfinite(score[t])
                 ]
@@ -322,8 +331,8 @@ def _merge_scores(
     far = _watched(xl, xh, j + 1) if after else np.array([], dtype=int)
     cols = np.unique(np.r_[np.arange(min(j + 2, r)), far, far + 1, r - 1]).astype(int)
     pos = {col: t for t, col in enumerate(cols)}
-    tl = np.arctan((xl[cols][None, :] - C[:, None]) / W[:, None])
-    th = np.arctan((xh[cols][None, :] - C[:, None]) / W[:, None])
+    tl = atan((xl[cols][None, :] - C[:, None]) / W[:, None])
+    th = atan((xh[cols][None, :] - C[:, None]) / W[:, None])
     lo_psi = (th[:, s] + th[:, pos[j - 1]]) / 2
     if s:
         lo_psi = np.maximum(lo_psi, (th[:, s - 1] + th[:, pos[r - 1]]) / 2)
@@ -331,9 +340,9 @@ def _merge_scores(
     if after:
         hi_psi = np.minimum(hi_psi, (tl[:, s] + tl[:, pos[j + 1]]) / 2)
     psi = lo_psi[:, None] + (hi_psi - lo_psi)[:, None] * ANGLES[None, :]
-    cp, sp = np.cos(psi)[..., None], np.sin(psi)[..., None]
-    vl = np.cos(tl)[:, None, :] * cp + np.sin(tl)[:, None, :] * sp
-    vh = np.cos(th)[:, None, :] * cp + np.sin(th)[:, None, :] * sp
+    cp, sp = cos(psi)[..., None], sin(psi)[..., None]
+    vl = cos(tl)[:, None, :] * cp + sin(tl)[:, None, :] * sp
+    vh = cos(th)[:, None, :] * cp + sin(th)[:, None, :] * sp
     # the new runs as (top, bottom) of their values, innermost (largest values) first
     tops = [None] + [vl[..., t] for t in range(s + 2, j)]
     bottoms = [np.minimum(vl[..., s + 1], vh[..., s + 1])] + [vh[..., t] for t in range(s + 2, j)]
@@ -353,7 +362,7 @@ def _merge_scores(
     ok = (hi_psi > lo_psi)[:, None] & (smallest > 0)
     t = np.where(ok, smallest, 1.0)
     total = sum(eighth_power(t / g) for g in gaps)
-    score = np.where(ok, t * total ** (-1 / 8), -np.inf)
+    score = np.where(ok, t * inverse_eighth_root(total), -np.inf)
     K = psi.shape[1]
     return score.ravel(), np.repeat(C, K), np.repeat(W, K), psi.ravel()
 
@@ -363,7 +372,7 @@ def _watched(xl: np.ndarray, xh: np.ndarray, start: int, count: int = WATCHED) -
     t = np.arange(start, len(xl) - 1)
     if len(t) <= 2 * count:
         return t
-    smallest = t[np.argsort(xl[t + 1] - xh[t])[:count]]
+    smallest = t[np.argsort(xl[t + 1] - xh[t], kind="stable")[:count]]
     return np.union1d(smallest, t[np.linspace(0, len(t) - 1, count).astype(int)])
 
 

@@ -40,6 +40,7 @@ from flint import arb, fmpq
 
 from .. import interval as iv
 from ..arith import lower_bound_float, precision, to_float
+from ..elementary import atan, cos, geomspace, sin, tan
 from ..errors import ConstructionError
 from ..fileformat import read_vector
 from ..floats import layer_norm
@@ -50,7 +51,7 @@ from .pma import Progress, power_of_two_near
 SQRT3 = math.sqrt(3.0)
 CENTRES = 9
 """Candidate centres per end: across ``R_2`` and between the first runs."""
-WIDTHS = np.geomspace(1e-2, 30.0, 20)
+WIDTHS = geomspace(1e-2, 30.0, 20)
 """Candidate ``sqrt(3) beta``, relative to the span of ``R_1, R_2, R_3``."""
 ANGLES = np.linspace(0.0, 1.0, 8)[1:-1]
 """Candidate ``psi``, as fractions of the admissible interval."""
@@ -453,7 +454,7 @@ def _candidates(chain: Chain, rs: Runs, keep: int = 8) -> list[FoldStep]:
         else:
             xl, xh = (p1 - hi[::-1]) / span, (p1 - lo[::-1]) / span
         score, c, w, psi = _search(xl, xh)
-        best = np.argsort(score)[::-1][:keep]
+        best = best_first(score)[:keep]
         scored += [(score[k], end, c[k], w[k], psi[k]) for k in best if np.isfinite(score[k])]
     scored.sort(key=lambda s: s[0], reverse=True)
     return [step for _, step in to_steps(scored[:keep], p0, p1, chain.eps)]
@@ -481,17 +482,17 @@ def _scores(xl: np.ndarray, xh: np.ndarray) -> tuple[np.ndarray, ...]:
     ws = np.r_[WIDTHS * (xh[2] - f), opening * OPENING]
     C, W = (g.ravel() for g in np.meshgrid(cs, ws, indexing="ij"))
     near = min(r, 4)  # the runs the fold moves; beyond, the watched far gaps
-    tl = np.arctan((xl[None, :near] - C[:, None]) / W[:, None])  # candidate x run
-    th = np.arctan((xh[None, :near] - C[:, None]) / W[:, None])
+    tl = atan((xl[None, :near] - C[:, None]) / W[:, None])  # candidate x run
+    th = atan((xh[None, :near] - C[:, None]) / W[:, None])
     lo_psi = (th[:, 0] + th[:, 1]) / 2
     hi_psi = (tl[:, 1] + tl[:, 2]) / 2
     if r > 3:
         hi_psi = np.minimum(hi_psi, (tl[:, 0] + tl[:, 3]) / 2)
     psi = lo_psi[:, None] + (hi_psi - lo_psi)[:, None] * ANGLES[None, :]  # candidate x angle
     # the new values cos(theta - psi) at both ends of every run: candidate x angle x run
-    cp, sp = np.cos(psi)[..., None], np.sin(psi)[..., None]
-    vl = np.cos(tl)[:, None, :] * cp + np.sin(tl)[:, None, :] * sp
-    vh = np.cos(th)[:, None, :] * cp + np.sin(th)[:, None, :] * sp
+    cp, sp = cos(psi)[..., None], sin(psi)[..., None]
+    vl = cos(tl)[:, None, :] * cp + sin(tl)[:, None, :] * sp
+    vh = cos(th)[:, None, :] * cp + sin(th)[:, None, :] * sp
     # the new label gaps: R_2 above R_1 + R_3 above R_4 above R_5 ...
     gaps = [np.minimum(vl[..., 1], vh[..., 1]) - np.maximum(vh[..., 0], vl[..., 2])]
     if r > 3:
@@ -513,7 +514,7 @@ def _scores(xl: np.ndarray, xh: np.ndarray) -> tuple[np.ndarray, ...]:
     total = sum(eighth_power(t[..., 0] / g) for g in gaps)
     if r > 4:
         total = total + eighth_power(np.divide(t, far, out=far)).sum(axis=-1)
-    score = np.where(ok, t[..., 0] * total ** (-1 / 8), -np.inf)
+    score = np.where(ok, t[..., 0] * inverse_eighth_root(total), -np.inf)
     K = psi.shape[1]
     return score.ravel(), np.repeat(C, K), np.repeat(W, K), psi.ravel()
 
@@ -535,7 +536,7 @@ def watch(t: np.ndarray, gaps: np.ndarray, count: int = WATCHED) -> np.ndarray:
     ``count`` smallest and ``count`` spread evenly (``_watched``)."""
     if len(t) <= 2 * count:
         return t
-    smallest = t[np.argpartition(gaps, count)[:count]]
+    smallest = t[np.argsort(gaps, kind="stable")[:count]]
     return np.union1d(smallest, t[np.linspace(0, len(t) - 1, count).astype(int)])
 
 
@@ -544,6 +545,18 @@ def eighth_power(q: np.ndarray) -> np.ndarray:
     q = q * q
     q = q * q
     return q * q
+
+
+def inverse_eighth_root(q: np.ndarray) -> np.ndarray:
+    """``q ** (-1/8)`` by three square roots (``**`` with a float exponent is NumPy's vector
+    ``pow``, whose last bit depends on the processor)."""
+    return 1 / np.sqrt(np.sqrt(np.sqrt(q)))
+
+
+def best_first(score: np.ndarray) -> np.ndarray:
+    """The indices of ``score`` from the largest score down, ties in index order (a stable
+    sort: NumPy's default sort orders ties differently on different processors)."""
+    return np.argsort(-score, kind="stable")
 
 
 def _step(centre: float, w: float, psi: float, eps: fmpq) -> FoldStep:
@@ -555,8 +568,9 @@ def _step(centre: float, w: float, psi: float, eps: fmpq) -> FoldStep:
     """
     beta_eff = w / SQRT3
     scale = power_of_two_near(_q(2 * max(1.0, math.sqrt(float(eps))) / beta_eff))
-    beta = math.sqrt(beta_eff**2 - float(eps) / (2 * float(scale) ** 2))
-    gamma = SQRT3 * (beta / beta_eff) * math.tan(psi)
+    s = float(scale)
+    beta = math.sqrt(beta_eff * beta_eff - float(eps) / (2 * (s * s)))
+    gamma = SQRT3 * (beta / beta_eff) * tan(psi)
     return FoldStep(_q(centre), _q(beta), scale, (fmpq(1), _q(gamma)), kind="runs")
 
 

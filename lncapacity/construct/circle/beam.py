@@ -255,7 +255,12 @@ def _trained_starts(
             params += [rng.standard_normal((3, k)), np.zeros(k)]
         # out of time: this start as trained so far
         params, _ = adam.train(
-            params, Xs, eps, loss, TRAIN_STEPS, stop=lambda step, _: step % 100 == 0 and past(deadline)
+            params,
+            Xs,
+            eps,
+            loss,
+            TRAIN_STEPS,
+            stop=lambda step, _: step % 100 == 0 and past(deadline),
         )
         layers, H, err = [], X, None
         for i in range(depth):

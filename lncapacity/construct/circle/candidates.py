@@ -14,9 +14,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...elementary import angle_key, atan, atan2, cos, log, sin, tan
+from ...elementary import atan, atan2, cos, log, sin, tan
 from ...reproducible import gram, matmul, norm, orthonormal_columns, solve, top_eigenvectors
-from .state import GAP_MIN, _cost, _score_directions, turn_angles, turns
+from .state import GAP_MIN, _cost, _score_directions, _score_slopes
 
 
 def _first_candidates(X: np.ndarray, y: np.ndarray, rng: np.random.Generator, count: int):
@@ -85,10 +85,12 @@ def _first_layer(
         for _ in range(REFINE + 1):
             u = Z[None, :, 0] - qs[:, None, 0]
             v = Z[None, :, 1] - qs[:, None, 1]
-            b, gap = _score_directions(u, v, y, cyclic=True)
+            b, gap = _score_directions(u, v, y)
             ok = np.flatnonzero(gap >= gap_min)
             costs = cost(b[ok], gap[ok])
-            out += [(c, (int(b[k]), float(gap[k]), Q, qs[k])) for c, k in zip(costs, ok)]
+            out += [
+                (c, (int(b[k]), float(gap[k]), Q, qs[k])) for c, k in zip(costs, ok, strict=True)
+            ]
             if d == 1 or not len(ok):
                 break
             # refine: centres around the best ones so far, closer each round
@@ -227,9 +229,10 @@ def _fold_layer_candidates(
     theta = atan2(P[:, 1], P[:, 0])
     qs = np.r_[_fold_poles(theta, y, rng, count // 2), _aligning_poles(theta, y, rng, count)]
     bs, gaps, poles = [], [], []
-    for s in range(0, len(qs), 256):
-        qq = qs[s : s + 256]
-        b, gap = _score_directions(*seen_from(P, qq), y, cyclic=False)
+    batch = max(256, BATCH // max(len(P), 1))
+    for s in range(0, len(qs), batch):
+        qq = qs[s : s + batch]
+        b, gap = _score_slopes(*seen_from(P, qq), y)
         ok = gap >= gap_min
         bs.append(b[ok])
         gaps.append(gap[ok])
@@ -244,12 +247,17 @@ def _fold_layer_candidates(
 def seen_from(P: np.ndarray, qq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The directions of the points ``P`` (``m x 2``) seen from each pole of ``qq`` (``K x 2``)
     in the frame whose first axis points from the pole to the centre (``K x m`` each, both
-    scaled by ``|q|``): the directions a fold layer reads (proofs/circle_maps.md §1).  Their
-    angles, in ``(-pi, pi]``, are what :func:`~.state._score_directions` orders."""
+    scaled by ``|q|``): the directions a fold layer reads (proofs/circle_maps.md §1), a
+    cone in front of the pole (the first coordinate positive) for a pole off the circle."""
     du = P[None, :, 0] - qq[:, None, 0]
     dv = P[None, :, 1] - qq[:, None, 1]
     a, b = -qq[:, 0, None], -qq[:, 1, None]  # the axis, -q
-    return a * du + b * dv, a * dv - b * du
+    u = a * du
+    u += b * dv
+    dv *= a
+    du *= b
+    dv -= du
+    return u, dv  # (a du + b dv, a dv - b du)
 
 
 def _moebius(t: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -279,6 +287,8 @@ TARGET = 0.45 * math.pi
 _TARGET_SLOPES = tan(np.array([-TARGET, 0.0, TARGET]))
 REFINE = 6
 """Rounds of local refinement of the first layer's centre."""
+BATCH = 1 << 16
+"""Poles times points scored at once by ``_fold_layer_candidates`` (at least 256 poles)."""
 PIVOTS = (0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.9)
 """Rank fractions of the point sent to direction 0 by the spreading map."""
 
@@ -292,41 +302,45 @@ def _spread(
     A projective map of the directions sends the two outermost points to
     ``-+TARGET`` and the point of rank fraction ``f`` (from :data:`PIVOTS`) to
     0; the ``f`` giving the largest smallest label gap wins (``_evenness``, with
-    ``gap_min``).  It acts on the slopes ``v / u`` (:func:`_moebius`).
+    ``gap_min``; the first of equals).  It acts on the slopes ``v / u`` (:func:`_moebius`).
     """
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.sort(v / u)
-    best = (-math.inf, np.eye(2))
+    Ms = []
     for f in PIVOTS:
         k = min(max(round(f * (len(t) - 1)), 1), len(t) - 2) if len(t) > 2 else 0
         src = np.array([t[0], t[k], t[-1]])
-        if not (src[0] < src[1] < src[2]):
-            continue
-        M = _moebius(src, _TARGET_SLOPES)
-        V = matmul(np.c_[u, v], M.T)
-        if np.median(V[:, 0]) < 0:
-            M, V = -M, -V
-        score = _evenness(V, y, gap_min)
-        if score > best[0]:
-            best = (score, M)
-    return best[1], best[0]
+        if src[0] < src[1] < src[2]:
+            Ms.append(_moebius(src, _TARGET_SLOPES))
+    if not Ms:
+        return np.eye(2), -math.inf
+    M = np.array(Ms)  # every pivot's map at once: n x 2 x 2
+    # M (u, v) summed as matmul sums, left to right
+    V0 = u[None, :] * M[:, 0, 0, None] + v[None, :] * M[:, 0, 1, None]
+    V1 = u[None, :] * M[:, 1, 0, None] + v[None, :] * M[:, 1, 1, None]
+    flip = np.median(V0, axis=1) < 0
+    M[flip] = -M[flip]
+    sign = np.where(flip, -1.0, 1.0)[:, None]
+    score = _evenness(atan2(sign * V1, sign * V0), y, gap_min)
+    best = int(np.argmax(score))  # the first of equals
+    return M[best], float(score[best])
 
 
-def _evenness(V: np.ndarray, y: np.ndarray, gap_min: float = GAP_MIN) -> float:
-    """Mean log angle between neighbours of different labels among the directions ``V``
-    (``m x 2``, in angle order, not around the circle; ``-inf`` below ``gap_min``, default
-    :data:`~.state.GAP_MIN`; angles closer than :data:`TIE` count as that)."""
-    key = angle_key(V[:, 1], V[:, 0])
-    order = np.argsort(key, kind="stable")
+def _evenness(theta: np.ndarray, y: np.ndarray, gap_min: float = GAP_MIN) -> np.ndarray:
+    """Per row of angles ``theta`` (``n x m``), the mean log angle between neighbours of
+    different labels (not around the circle; ``-inf`` below ``gap_min``, default
+    :data:`~.state.GAP_MIN`; angles closer than :data:`TIE` count as that; 0 with one
+    label), with :func:`~lncapacity.elementary.log`."""
+    order = np.argsort(theta, axis=1, kind="stable")
+    d = np.diff(np.take_along_axis(theta, order, axis=1), axis=1)
     lab = y[order]
-    i = np.flatnonzero(lab[1:] != lab[:-1])
-    if not len(i):
-        return 0.0
-    a, b = order[i], order[i + 1]
-    d = turn_angles(*turns(V[a, 0], V[a, 1], V[b, 0], V[b, 1], key[b] - key[a]))
-    if d.min() < gap_min:
-        return -math.inf
-    return float(log(np.maximum(d, TIE)).mean())
+    change = lab[:, 1:] != lab[:, :-1]
+    count = change.sum(axis=1)
+    logs = np.where(change, log(np.maximum(d, TIE)), 0.0).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        score = np.where(count > 0, logs / count, 0.0)
+    low = np.where(change, d, np.inf).min(axis=1) < gap_min
+    return np.where(low, -math.inf, score)
 
 
 TIE = 2.0**-64

@@ -12,6 +12,7 @@ layers as the exact dyadic rationals their float64 weights are, scaled for ``eps
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,47 +68,85 @@ def plane(H: np.ndarray) -> np.ndarray:
     return matmul(H, E) / SQRT3
 
 
-def _score_directions(
-    u: np.ndarray, v: np.ndarray, y: np.ndarray, cyclic: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """For each row of directions ``(u, v)`` (``K x m``, one per point, as seen from some
-    centre): label boundaries around the centre and the smallest label gap (radians).
+def _score_directions(u: np.ndarray, v: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each row of directions ``(u, v)`` (``K x m``, the points as seen from some centre,
+    all around it): the label boundaries around the centre and the smallest label gap
+    (radians).
 
     The points are sorted by :func:`~lncapacity.elementary.angle_key` (one division: the
-    same order on every processor), and the turn from each point to the next is that of
-    ``(dot, cross)`` of their directions; only the smallest turn between labels is taken to
-    an angle (:func:`~lncapacity.elementary.atan2`).  ``cyclic``: the directions go around
-    the whole circle (the turn from the last point back to the first counts); otherwise
-    they lie in an arc shorter than ``pi`` and the wrap-around is a boundary but not a gap
-    to resolve.  Two points that the rounded keys order against their cross product have a
-    turn just below 0: such a gap is negative (no float resolves it).
+    same order on every processor); the turn from a point to the next is that of the
+    ``dot`` and ``cross`` products of their directions (:func:`turns`), and only each
+    row's smallest turn between labels is taken to an angle.
     """
-    K, m = u.shape
     key = angle_key(v, u)
-    order = np.argsort(key, axis=1, kind="stable")
+    b, row, first, second, wrap = _changes(key, y, cyclic=True)
+    u, v, key = u.ravel(), v.ravel(), key.ravel()
+    advance = key[second] - key[first] + np.where(wrap, 4.0, 0.0)
+    dot, cross, t = turns(u[first], v[first], u[second], v[second], advance)
+    return b, _least_turns(len(u) // len(y), row, t, lambda i: turn_angles(dot[i], cross[i], t[i]))
+
+
+def _score_slopes(c: np.ndarray, s: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each row of directions ``(c, s)`` in a cone ``c > 0`` (``K x m``: the points seen
+    from a pole, :func:`.candidates.seen_from`): the label boundaries around the circle (the
+    wrap-around counts) and the smallest angle between neighbours of different labels
+    within the cone (the wrap-around is no gap to resolve).
+
+    The points are sorted by their slopes ``t = s / c``; the turn between neighbours is
+    ``atan2(t2 - t1, 1 + t1 t2)``, ordered by :func:`~lncapacity.elementary.angle_key`.  A
+    row with a point on or behind the pole (``c <= 0``: the pole on the circle) folds
+    nothing: its gap is NaN.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = s / c
+    b, row, first, second, _ = _changes(t, y, cyclic=False)
+    t1, t2 = t.ravel()[first], t.ravel()[second]
+    num, den = t2 - t1, 1 + t1 * t2  # tan of the turn, as a fraction
+    gap = _least_turns(len(c), row, angle_key(num, den), lambda i: atan2(num[i], den[i]))
+    return b, np.where((c <= 0).any(axis=1), np.nan, gap)
+
+
+def _changes(
+    keys: np.ndarray, y: np.ndarray, cyclic: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The points of each row of ``keys`` (``K x m``) sorted by key: the label boundaries
+    (cyclic), and for each label change (from the last point to the first too when
+    ``cyclic``) its row, the flat indices of the points before and after it, and whether it
+    wraps around."""
+    m = keys.shape[1]
+    order = np.argsort(keys, axis=1, kind="stable")
     lab = y[order]
-    change = lab != np.roll(lab, -1, axis=1)
+    change = np.empty(lab.shape, dtype=bool)
+    np.not_equal(lab[:, :-1], lab[:, 1:], out=change[:, :-1])
+    np.not_equal(lab[:, -1], lab[:, 0], out=change[:, -1])
     b = change.sum(axis=1)
     if not cyclic:
         change[:, -1] = False
     at = np.flatnonzero(change)  # row-major: each row's label changes together
-    gap = np.full(K, np.inf)
-    if not len(at):
-        return b, gap
     row, col = np.divmod(at, m)
+    wrap = col == m - 1
     order = order.ravel()
-    first = row * m + order[at]  # the points before and after each change
-    second = row * m + order[row * m + (col + 1) % m]
-    u, v, key = u.ravel(), v.ravel(), key.ravel()
-    advance = key[second] - key[first] + np.where(col == m - 1, 4.0, 0.0)
-    dot, cross, t = turns(u[first], v[first], u[second], v[second], advance)
-    starts = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
-    least = np.repeat(np.minimum.reduceat(t, starts), np.diff(np.r_[starts, len(t)]))
-    hit = np.flatnonzero(t == least)  # NaN data: no hit, and the row's gap stays NaN
-    chosen = hit[np.r_[True, row[hit][1:] != row[hit][:-1]]]  # each row's first least turn
+    first = row * m + order[at]
+    second = row * m + order[at + np.where(wrap, 1 - m, 1)]
+    return b, row, first, second, wrap
+
+
+def _least_turns(
+    K: int, row: np.ndarray, t: np.ndarray, angle: Callable[[np.ndarray], np.ndarray]
+) -> np.ndarray:
+    """Per row of ``K``, the angle (``angle(i)`` of the changes ``i``) of the first label
+    change whose turn key ``t`` is the row's least: ``inf`` in a row without label changes,
+    NaN where a turn is NaN."""
+    gap = np.full(K, np.inf)
+    if not len(row):
+        return gap
+    starts = np.flatnonzero(np.concatenate(([True], row[1:] != row[:-1])))
+    least = np.repeat(np.minimum.reduceat(t, starts), np.diff(np.append(starts, len(t))))
+    hit = np.flatnonzero(t == least)  # NaN: no hit, and the row's gap stays NaN
+    chosen = hit[np.concatenate(([True], row[hit][1:] != row[hit][:-1]))]
     gap[row[starts]] = np.nan
-    gap[row[chosen]] = turn_angles(dot[chosen], cross[chosen], t[chosen])
-    return b, gap
+    gap[row[chosen]] = angle(chosen)
+    return gap
 
 
 def turns(
