@@ -206,7 +206,7 @@ def _tie_broken(w: np.ndarray, bits: int, Xf: np.ndarray) -> tuple[fmpq, ...]:
     power of two below a quarter of the smallest nonzero gap of ``w^T x`` over the
     spread of ``v . x``: the order ``w`` already makes is kept.
     """
-    t = np.sort(matmul(Xf, w))
+    t = np.sort(matmul(Xf, w), kind="stable")
     gaps = np.diff(t)
     exact = [fmpq(int(x), 1 << bits) for x in np.round(w * 2.0**bits)]
     if gaps.size == 0 or gaps.min() > 0:

@@ -108,7 +108,7 @@ def _fold_poles(theta: np.ndarray, y: np.ndarray, rng: np.random.Generator, coun
     The tangents from ``q`` touch the circle at ``t1, t2``; then
     ``q = e((t1 + t2) / 2) / cos((t2 - t1) / 2)`` (proofs/circle_maps.md).
     """
-    srt = np.sort(theta)
+    srt = np.sort(theta, kind="stable")
     nxt = np.r_[srt[1:], srt[0] + 2 * math.pi]
     order = np.argsort(theta, kind="stable")
     lab = y[order]
@@ -145,7 +145,7 @@ def _aligning_poles(theta: np.ndarray, y: np.ndarray, rng: np.random.Generator, 
     (proofs/circle_maps.md).  Swapping two boundary gaps merges their
     boundaries: this is how a layer removes them.
     """
-    srt = np.sort(theta)
+    srt = np.sort(theta, kind="stable")
     m = len(srt)
     nxt = np.r_[srt[1:], srt[0] + 2 * math.pi]
     lab = y[np.argsort(theta, kind="stable")]
@@ -305,7 +305,7 @@ def _spread(
     ``gap_min``; the first of equals).  It acts on the slopes ``v / u`` (:func:`_moebius`).
     """
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.sort(v / u)
+        t = np.sort(v / u, kind="stable")  # stable: -0.0 and 0.0 in one order everywhere
     Ms = []
     for f in PIVOTS:
         k = min(max(round(f * (len(t) - 1)), 1), len(t) - 2) if len(t) > 2 else 0

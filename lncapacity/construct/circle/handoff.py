@@ -51,7 +51,7 @@ def handoff_read(H: np.ndarray) -> np.ndarray | None:
     is monotone on it: a linear read of the circle folds it).
     """
     p = plane(H)
-    theta = np.sort(atan2(p[:, 1], p[:, 0]))
+    theta = np.sort(atan2(p[:, 1], p[:, 0]), kind="stable")
     gaps = np.diff(np.r_[theta, theta[0] + 2 * math.pi])
     i = int(np.argmax(gaps))
     arc = 2 * math.pi - float(gaps[i])

@@ -3,10 +3,13 @@
 The points after some layers, exactly as float64 computes them (:class:`State`), seen
 in the plane orthogonal to ``(1, 1, 1)`` (:data:`E`, :func:`plane`); how a state is
 scored (label boundaries around the circle and the smallest label gap, each angle
-widened by the float error it may carry: ``_score_orders``) and ranked
-(``_cost``); the bound on that error, carried layer by layer (``_carry``); and
+widened by the float error it may carry: ``_score_angles``; candidates' directions
+around a centre or seen from a pole: ``_score_directions``, ``_score_slopes``) and
+ranked (``_cost``); the bound on that error, carried layer by layer (``_carry``); and
 layers as the exact dyadic rationals their float64 weights are, scaled for ``eps``
-(``_affine``, ``_scaled``).  proofs/circle_maps.md §1 and §6.
+(``_affine``, ``_scaled``).  Every decision here comes from ``+ - * /`` and ``sqrt``
+(:mod:`lncapacity.elementary`): the same on every processor.  proofs/circle_maps.md §1
+and §6.
 """
 
 from __future__ import annotations
@@ -300,6 +303,6 @@ ulps (measured against 300-bit balls: the estimate stays above the true error, 2
 most on random sets; without the condition it fell short by up to 2^13 near poles)."""
 SAFETY = 4.0
 """How many times its float error bound each angle is widened by when label gaps are
-measured (``_score_orders``): the bound is carried rigorously to first order, with the
+measured (``_score_angles``): the bound is carried rigorously to first order, with the
 second-order rest bounded (``_carry``), so this covers only :data:`ROUNDING`'s being
 measured (on NumPy; PyTorch's LayerNorm rounds differently)."""
