@@ -187,24 +187,29 @@ print(json.dumps(out))
 """
 
 
-def _shifted_builds(cases: list, shift: str) -> dict[str, object]:
+def _shifted_builds(cases: list, shift: str) -> subprocess.Popen[str]:
+    """A child building ``cases`` with the elementary functions shifted (``up``, ``down``)
+    or not (``""``)."""
     path = [str(ULP_SHIFT)] if shift else []
     env = {k: v for k, v in os.environ.items() if k not in BLAS_ENV}
     env["PYTHONPATH"] = os.pathsep.join([*path, str(ROOT), env.get("PYTHONPATH", "")])
     env["LNCAPACITY_ULP_SHIFT"] = shift
-    r = subprocess.run(
+    return subprocess.Popen(
         [sys.executable, "-c", ULP_CHILD, json.dumps(cases)],
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=1800,
     )
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
 
 
 def _same_nets_one_ulp_apart(cases: list) -> None:
-    runs = {shift: _shifted_builds(cases, shift) for shift in ("", "up", "down")}
+    children = {shift: _shifted_builds(cases, shift) for shift in ("", "up", "down")}
+    runs = {}
+    for shift, child in children.items():
+        out, err = child.communicate(timeout=1800)
+        assert child.returncode == 0, err
+        runs[shift] = json.loads(out)
     probes = {shift: tuple(r.pop("probe")) for shift, r in runs.items()}
     assert len(set(probes.values())) == 3, f"the shift did not take: {probes}"
     assert runs["up"] == runs[""] and runs["down"] == runs[""], runs
