@@ -78,7 +78,7 @@ def test_angle_key_orders_directions_as_arctan2():
     assert (key >= -2).all() and (key <= 2).all()
     order = np.argsort(key, kind="stable")
     assert (np.diff(angle[order]) >= -1e-15).all()
-    # a quarter turn adds 1 (4 a whole turn; turns() relies on it)
+    # a quarter turn adds 1 (4 a whole turn; the circle search's turns rely on it)
     x, y = rng.standard_normal((2, 100))
     quarter = np.mod(el.angle_key(x, -y) - el.angle_key(y, x), 4)
     assert np.allclose(quarter, 1.0, rtol=0, atol=1e-15)

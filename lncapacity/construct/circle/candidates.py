@@ -313,7 +313,7 @@ def _spread(
         if src[0] < src[1] < src[2]:
             Ms.append(_moebius(src, _TARGET_SLOPES))
     if not Ms:
-        return np.eye(2), -math.inf
+        return np.eye(2), -math.inf  # no spreading map: the directions as they are
     M = np.array(Ms)  # every pivot's map at once: n x 2 x 2
     # M (u, v) summed as matmul sums, left to right
     V0 = u[None, :] * M[:, 0, 0, None] + v[None, :] * M[:, 0, 1, None]
@@ -322,7 +322,10 @@ def _spread(
     M[flip] = -M[flip]
     sign = np.where(flip, -1.0, 1.0)[:, None]
     score = _evenness(atan2(sign * V1, sign * V0), y, gap_min)
+    score = np.where(np.isnan(score), -math.inf, score)
     best = int(np.argmax(score))  # the first of equals
+    if not score[best] > -math.inf:
+        return np.eye(2), -math.inf
     return M[best], float(score[best])
 
 

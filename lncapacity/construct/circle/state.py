@@ -77,16 +77,28 @@ def _score_directions(u: np.ndarray, v: np.ndarray, y: np.ndarray) -> tuple[np.n
     (radians).
 
     The points are sorted by :func:`~lncapacity.elementary.angle_key` (one division: the
-    same order on every processor); the turn from a point to the next is that of the
-    ``dot`` and ``cross`` products of their directions (:func:`turns`), and only each
-    row's smallest turn between labels is taken to an angle.
+    same order on every processor).  The turn from a point to the next is that of the
+    ``dot`` and ``cross`` products of their directions, ordered by angle_key's of
+    ``(dot, cross)`` (4 added beyond ``pi``), and only each row's least turn between labels
+    is taken to an angle.  A negative cross product is a turn beyond ``pi`` where the keys
+    advance by more than a quarter turn (a quarter turn adds 1 to the key), else two points
+    the rounded keys order the other way round: a turn just below 0, a gap no float
+    resolves.
     """
+    K = len(u)
     key = angle_key(v, u)
     b, row, first, second, wrap = _changes(key, y, cyclic=True)
     u, v, key = u.ravel(), v.ravel(), key.ravel()
+    u1, v1, u2, v2 = u[first], v[first], u[second], v[second]
+    dot, cross = u1 * u2 + v1 * v2, u1 * v2 - v1 * u2
     advance = key[second] - key[first] + np.where(wrap, 4.0, 0.0)
-    dot, cross, t = turns(u[first], v[first], u[second], v[second], advance)
-    return b, _least_turns(len(u) // len(y), row, t, lambda i: turn_angles(dot[i], cross[i], t[i]))
+    t = angle_key(cross, dot)
+    t = np.where((t < 0) & (advance > 1), t + 4, t)
+
+    def angle(i: np.ndarray) -> np.ndarray:  # in [0, 2 pi), a hair below 0 where misordered
+        return atan2(cross[i], dot[i]) + np.where(t[i] > 2, TWO_PI, 0.0)
+
+    return b, _least_turns(K, row, t, angle)
 
 
 def _score_slopes(c: np.ndarray, s: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -150,29 +162,6 @@ def _least_turns(
     gap[row[starts]] = np.nan
     gap[row[chosen]] = angle(chosen)
     return gap
-
-
-def turns(
-    u1: np.ndarray, v1: np.ndarray, u2: np.ndarray, v2: np.ndarray, advance: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The turns from directions ``(u1, v1)`` to the next ones ``(u2, v2)`` in the order of
-    :func:`~lncapacity.elementary.angle_key`, which advances by ``advance`` (4 a whole
-    turn): their ``dot`` and ``cross`` products and the turn as a key in ``[-1, 4)``, ordered
-    as the turns are (angle_key's of ``(dot, cross)``, 4 added beyond ``pi``).
-
-    A negative cross product is a turn beyond ``pi`` where the keys advance by more than a
-    quarter turn (a quarter turn adds exactly 1 to the key), else two points the rounded
-    keys order the other way round: a turn just below 0.
-    """
-    dot, cross = u1 * u2 + v1 * v2, u1 * v2 - v1 * u2
-    t = angle_key(cross, dot)
-    return dot, cross, np.where((t < 0) & (advance > 1), t + 4, t)
-
-
-def turn_angles(dot: np.ndarray, cross: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """The turns of :func:`turns` in radians, in ``[0, 2 pi)`` (a hair below 0 where the keys
-    ordered two points against their cross product)."""
-    return atan2(cross, dot) + np.where(t > 2, TWO_PI, 0.0)
 
 
 def _score_angles(theta: np.ndarray, y: np.ndarray, err: np.ndarray) -> tuple[int, float]:
