@@ -4,10 +4,9 @@ The Projection Merge Algorithm realises every labeling of ``L + 2`` points with
 ``L`` layers.  Whether ``L + 3`` or more points can be shattered at depth ``L``
 is not settled by it; :func:`find_net` looks for a net numerically (float64, many
 random restarts of Adam on a margin loss, :mod:`lncapacity.adam`: the same weights on
-every processor), rounds every weight to
-a short dyadic rational, and keeps the result only if the rigorous certificate
-accepts it.  With ``method="circle"`` it first runs the combinatorial search of
-:mod:`lncapacity.construct.circle` (whole circle maps per layer;
+every processor), rounds every weight to a short dyadic rational, and keeps the result
+only if the rigorous certificate accepts it.  With ``method="circle"`` it first runs the
+combinatorial search of :mod:`lncapacity.construct.circle` (whole circle maps per layer,
 :func:`find_circle_net`), which reaches far more than ``L + 2`` points
 (proofs/circle_maps.md, the VC table), and Adam only for what that misses.
 With ``method="sector"`` (``eps = 0``) the sector construction comes first, no search at all

@@ -238,6 +238,10 @@ def _trained_starts(
     k = int(y.max()) + 1
     loss = adam.Loss(sign=np.where(y == 1, 1.0, -1.0)) if k == 2 else adam.Loss(target=y)
     rng = np.random.default_rng((seed, TRAIN_STREAM))
+
+    def out_of_time(step: int, _: np.ndarray) -> bool:  # then the start as trained so far
+        return step % 100 == 0 and past(deadline)
+
     out = []
     for depth in TRAIN_DEPTHS:
         if depth > max_depth or past(deadline):
@@ -253,15 +257,7 @@ def _trained_starts(
             params += [rng.standard_normal(3), np.zeros(1)]
         else:  # k scores, cross-entropy
             params += [rng.standard_normal((3, k)), np.zeros(k)]
-        # out of time: this start as trained so far
-        params, _ = adam.train(
-            params,
-            Xs,
-            eps,
-            loss,
-            TRAIN_STEPS,
-            stop=lambda step, _: step % 100 == 0 and past(deadline),
-        )
+        params, _ = adam.train(params, Xs, eps, loss, TRAIN_STEPS, stop=out_of_time)
         layers, H, err = [], X, None
         for i in range(depth):
             W, b = params[2 * i], params[2 * i + 1]
