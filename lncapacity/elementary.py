@@ -42,11 +42,13 @@ __all__ = [
     "atan",
     "atan2",
     "cos",
+    "direction",
     "exp",
     "geomspace",
     "log",
     "log2",
     "sin",
+    "sincos",
     "tan",
 ]
 
@@ -117,17 +119,18 @@ def _out(scalar: bool, v: np.ndarray) -> Any:
 
 def _horner(z: np.ndarray, coefficients: list[float]) -> np.ndarray:
     """``c_0 z^n + ... + c_n``, one multiplication and one addition a step (never fused)."""
-    acc = np.full_like(z, coefficients[0])
-    for c in coefficients[1:]:
+    acc = z * coefficients[0] + coefficients[1]
+    for c in coefficients[2:]:
         acc = acc * z + c
     return acc
 
 
 def _quadrant(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``x = r + k pi / 2`` with ``|r| <= pi / 4`` (nearly): ``r`` and ``k mod 4`` (floats)."""
+    """``x = r + k pi / 2`` with ``|r| <= pi / 4`` (nearly): ``r`` and ``k mod 4``."""
     k = np.rint(x * _TWO_OVER_PI)
     r = ((x - k * _P1) - k * _P2) - k * _P3
-    return r, k - 4 * np.floor(k / 4)
+    with np.errstate(invalid="ignore"):  # NaN or huge: r is NaN or meaningless anyway
+        return r, k.astype(np.int64) & 3
 
 
 def _sin_cos_reduced(r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -137,22 +140,36 @@ def _sin_cos_reduced(r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s, c
 
 
-def sin(x: Any) -> Any:
-    """``sin x``, within a few ulps for ``|x| < 2^19``."""
+_SIN_SIGN = np.array([1.0, 1.0, -1.0, -1.0])  # per quadrant: sin x = +-sin r or +-cos r
+_COS_SIGN = np.array([1.0, -1.0, -1.0, 1.0])
+
+
+def sincos(x: Any) -> tuple[Any, Any]:
+    """``(sin x, cos x)``, within a few ulps for ``|x| < 2^19`` (one reduction for both)."""
     scalar, (x,) = _args(x)
     r, n = _quadrant(x)
     s, c = _sin_cos_reduced(r)
-    v = np.where(n == 0, s, np.where(n == 1, c, np.where(n == 2, -s, -c)))
-    return _out(scalar, v)
+    odd = (n & 1).astype(bool)
+    return (
+        _out(scalar, np.where(odd, c, s) * _SIN_SIGN[n]),
+        _out(scalar, np.where(odd, s, c) * _COS_SIGN[n]),
+    )
+
+
+def direction(angle: Any) -> np.ndarray:
+    """The unit vectors ``(cos a, sin a)`` of the angles (along a new last axis)."""
+    s, c = sincos(angle)
+    return np.stack([c, s], axis=-1)
+
+
+def sin(x: Any) -> Any:
+    """``sin x``, within a few ulps for ``|x| < 2^19``."""
+    return sincos(x)[0]
 
 
 def cos(x: Any) -> Any:
     """``cos x``, within a few ulps for ``|x| < 2^19``."""
-    scalar, (x,) = _args(x)
-    r, n = _quadrant(x)
-    s, c = _sin_cos_reduced(r)
-    v = np.where(n == 0, c, np.where(n == 1, -s, np.where(n == 2, -c, s)))
-    return _out(scalar, v)
+    return sincos(x)[1]
 
 
 def tan(x: Any) -> Any:
@@ -161,33 +178,36 @@ def tan(x: Any) -> Any:
     r, n = _quadrant(x)
     s, c = _sin_cos_reduced(r)
     with np.errstate(divide="ignore", invalid="ignore"):
-        v = np.where(n % 2 == 0, s / c, -c / s)
+        v = np.where((n & 1).astype(bool), -c / s, s / c)
     return _out(scalar, v)
+
+
+# atan2's octants: the angle is base + sign (hi + lo), by 2 steep + left (x < 0)
+_BASE_HI = np.array([0.0, _PI_HI, _HALF_PI_HI, _HALF_PI_HI])
+_BASE_LO = np.array([0.0, _PI_LO, _HALF_PI_LO, _HALF_PI_LO])
+_OCTANT_SIGN = np.array([1.0, -1.0, -1.0, 1.0])
 
 
 def atan2(y: Any, x: Any) -> Any:
     """The angle of ``(x, y)`` in ``[-pi, pi]``, as ``numpy.arctan2`` (signed zeros included),
-    within a few ulps for finite arguments."""
+    within a few ulps for finite arguments (NaN for NaN)."""
     scalar, (y, x) = _args(y, x)
     ax, ay = np.abs(x), np.abs(y)
     steep = ay > ax
     lo, hi = np.where(steep, ax, ay), np.where(steep, ay, ax)  # lo <= hi
     with np.errstate(divide="ignore", invalid="ignore"):
-        i = np.rint(np.where(hi > 0, lo / hi, 0.0) * 4)  # the nearest quarter c = i / 4
-        i = np.where(np.isfinite(i), i, 0.0)
+        i = np.rint((lo / hi) * 4)  # the nearest quarter c = i / 4
+        i = np.where(np.isfinite(i), i, 0.0)  # 0 / 0, NaN
         c = i * 0.25
         r = (lo - c * hi) / (hi + c * lo)  # tan(angle - atan c), |r| <= 1/8
-        r = np.where(hi > 0, r, 0.0)
+    r = np.where(hi == 0, 0.0, r)  # at the origin; NaN stays NaN
     z = r * r
     j = i.astype(np.intp)
-    hi_part, lo_part = _ATAN_HI[j], _ATAN_LO[j] + (r + (r * z) * _horner(z, _ATAN))
-    # the angle is base + sign (hi + lo): base 0, pi / 2 or pi (both parts), sign +-1
-    left = np.signbit(x)
-    sign = np.where(steep == left, 1.0, -1.0)
-    base_hi = np.where(steep, _HALF_PI_HI, np.where(left, _PI_HI, 0.0))
-    base_lo = np.where(steep, _HALF_PI_LO, np.where(left, _PI_LO, 0.0))
-    a = (base_hi + sign * hi_part) + (base_lo + sign * lo_part)
-    a = np.where(np.isnan(x) | np.isnan(y), np.nan, a)
+    octant = 2 * steep + np.signbit(x)
+    sign = _OCTANT_SIGN[octant]
+    hi_part = _ATAN_HI[j] * sign
+    lo_part = (_ATAN_LO[j] + (r + (r * z) * _horner(z, _ATAN))) * sign
+    a = (_BASE_HI[octant] + hi_part) + (_BASE_LO[octant] + lo_part)
     return _out(scalar, np.copysign(a, y))
 
 

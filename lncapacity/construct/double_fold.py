@@ -34,7 +34,7 @@ from flint import fmpq
 
 from ..certify import certify
 from ..data import PointSet
-from ..elementary import PI, TWO_PI, atan2, cos, sin
+from ..elementary import PI, TWO_PI, atan2, sincos
 from ..errors import InputError
 from ..model import Affine, LNNet
 
@@ -164,7 +164,7 @@ def _float_scores(dirs, labels, N0, alphas, ts, pairs) -> np.ndarray:  # type: i
     """
     alpha = np.repeat(np.asarray(alphas, dtype=float), len(ts))
     t = np.tile(np.asarray(ts, dtype=float), len(alphas))
-    c, s = cos(alpha), sin(alpha)
+    s, c = sincos(alpha)
     M = [[c * N0[0][j] + s * N0[1][j] for j in range(2)]]
     M.append([t * ((-s) * N0[0][j] + c * N0[1][j]) for j in range(2)])
     d = np.asarray(dirs, dtype=float)

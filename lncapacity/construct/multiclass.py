@@ -41,7 +41,7 @@ import numpy as np
 from flint import arb, fmpq
 
 from ..arith import dyadic_between, precision
-from ..elementary import atan, cos, geomspace, sin
+from ..elementary import atan, geomspace, sincos
 from .fold import Chain, FoldStep
 from .pma import (
     NoSafeCentre,
@@ -57,6 +57,7 @@ from .runfold import (
     Unresolvable,
     best_first,
     certified_runs,
+    cos_sin_atan,
     eighth_power,
     inverse_eighth_root,
     to_steps,
@@ -331,8 +332,9 @@ def _merge_scores(
     far = _watched(xl, xh, j + 1) if after else np.array([], dtype=int)
     cols = np.unique(np.r_[np.arange(min(j + 2, r)), far, far + 1, r - 1]).astype(int)
     pos = {col: t for t, col in enumerate(cols)}
-    tl = atan((xl[cols][None, :] - C[:, None]) / W[:, None])
-    th = atan((xh[cols][None, :] - C[:, None]) / W[:, None])
+    zl = (xl[cols][None, :] - C[:, None]) / W[:, None]
+    zh = (xh[cols][None, :] - C[:, None]) / W[:, None]
+    tl, th = atan(zl), atan(zh)
     lo_psi = (th[:, s] + th[:, pos[j - 1]]) / 2
     if s:
         lo_psi = np.maximum(lo_psi, (th[:, s - 1] + th[:, pos[r - 1]]) / 2)
@@ -340,9 +342,10 @@ def _merge_scores(
     if after:
         hi_psi = np.minimum(hi_psi, (tl[:, s] + tl[:, pos[j + 1]]) / 2)
     psi = lo_psi[:, None] + (hi_psi - lo_psi)[:, None] * ANGLES[None, :]
-    cp, sp = cos(psi)[..., None], sin(psi)[..., None]
-    vl = cos(tl)[:, None, :] * cp + sin(tl)[:, None, :] * sp
-    vh = cos(th)[:, None, :] * cp + sin(th)[:, None, :] * sp
+    sp, cp = (v[..., None] for v in sincos(psi))
+    (cl, sl), (ch, sh) = cos_sin_atan(zl), cos_sin_atan(zh)
+    vl = cl[:, None, :] * cp + sl[:, None, :] * sp
+    vh = ch[:, None, :] * cp + sh[:, None, :] * sp
     # the new runs as (top, bottom) of their values, innermost (largest values) first
     tops = [None] + [vl[..., t] for t in range(s + 2, j)]
     bottoms = [np.minimum(vl[..., s + 1], vh[..., s + 1])] + [vh[..., t] for t in range(s + 2, j)]

@@ -34,7 +34,7 @@ from functools import partial
 
 import numpy as np
 
-from ..elementary import atan, cos, sin, tan
+from ..elementary import atan, sincos
 from .fold import Chain, FoldStep
 from .pma import Progress
 from .project import runs
@@ -50,6 +50,7 @@ from .runfold import (
     _first_certified,
     best_first,
     chain_runs,
+    cos_sin_atan,
     eighth_power,
     inverse_eighth_root,
     to_steps,
@@ -228,14 +229,16 @@ def _scores(
         hi_psi = np.minimum(hi_psi, (angle(f) + angle(x[heads[3]])) / 2)
     psi = (lo_psi[:, None] + (hi_psi - lo_psi)[:, None] * ANGLES[None, :]).ravel()
     Cr, Wr = np.repeat(C, K), np.repeat(W, K)
-    cp, sp, tp = cos(psi)[:, None], sin(psi)[:, None], tan(psi)[:, None]
+    sp, cp = (v[:, None] for v in sincos(psi))
+    tp = sp / cp  # tan psi (|psi| < pi / 2)
     near = heads[3] + 1 if r > 3 else len(x)  # R_1 .. R_3 and the first point of R_4
 
     def slope(u: np.ndarray) -> np.ndarray:  # candidate x point: tan of the angle
         return (u[None, :] - Cr[:, None]) / Wr[:, None]
 
     def value(z: np.ndarray) -> np.ndarray:  # cos(atan z - psi), by a square root only
-        return (cp + z * sp) / np.sqrt(1 + z * z)
+        c, s = cos_sin_atan(z)
+        return c * cp + s * sp
 
     # each point's interval (its value widened by its float error) and its image
     zl, zh = slope(xlo[:near]), slope(xhi[:near])

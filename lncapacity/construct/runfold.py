@@ -40,7 +40,7 @@ from flint import arb, fmpq
 
 from .. import interval as iv
 from ..arith import lower_bound_float, precision, to_float
-from ..elementary import atan, cos, geomspace, sin, tan
+from ..elementary import atan, geomspace, sincos, tan
 from ..errors import ConstructionError
 from ..fileformat import read_vector
 from ..floats import layer_norm
@@ -328,10 +328,11 @@ def to_steps(
     ``end`` (0: ``p0``, 1: ``p1``, mirrored), as exact layers on the values themselves."""
     span = p1 - p0
     out = []
-    for score, end, c, w, psi in scored:
+    slopes = tan(np.array([psi if end == 0 else -psi for _, end, _, _, psi in scored]))
+    for (score, end, c, w, _), slope in zip(scored, slopes.tolist(), strict=True):
         # back to p: theta_p = atan((p - centre) / (w span)) is theta (end 0) or -theta
         centre = p0 + c * span if end == 0 else p1 - c * span
-        out.append((score, _step(centre, w * span, psi if end == 0 else -psi, eps)))
+        out.append((score, _step(centre, w * span, slope, eps)))
     return out
 
 
@@ -482,30 +483,30 @@ def _scores(xl: np.ndarray, xh: np.ndarray) -> tuple[np.ndarray, ...]:
     ws = np.r_[WIDTHS * (xh[2] - f), opening * OPENING]
     C, W = (g.ravel() for g in np.meshgrid(cs, ws, indexing="ij"))
     near = min(r, 4)  # the runs the fold moves; beyond, the watched far gaps
-    tl = atan((xl[None, :near] - C[:, None]) / W[:, None])  # candidate x run
-    th = atan((xh[None, :near] - C[:, None]) / W[:, None])
+    zl = (xl[None, :near] - C[:, None]) / W[:, None]  # candidate x run: tan theta
+    zh = (xh[None, :near] - C[:, None]) / W[:, None]
+    tl, th = atan(zl), atan(zh)
     lo_psi = (th[:, 0] + th[:, 1]) / 2
     hi_psi = (tl[:, 1] + tl[:, 2]) / 2
     if r > 3:
         hi_psi = np.minimum(hi_psi, (tl[:, 0] + tl[:, 3]) / 2)
     psi = lo_psi[:, None] + (hi_psi - lo_psi)[:, None] * ANGLES[None, :]  # candidate x angle
     # the new values cos(theta - psi) at both ends of every run: candidate x angle x run
-    cp, sp = cos(psi)[..., None], sin(psi)[..., None]
-    vl = cos(tl)[:, None, :] * cp + sin(tl)[:, None, :] * sp
-    vh = cos(th)[:, None, :] * cp + sin(th)[:, None, :] * sp
+    sp, cp = (v[..., None] for v in sincos(psi))
+    (cl, sl), (ch, sh) = cos_sin_atan(zl), cos_sin_atan(zh)
+    vl = cl[:, None, :] * cp + sl[:, None, :] * sp
+    vh = ch[:, None, :] * cp + sh[:, None, :] * sp
     # the new label gaps: R_2 above R_1 + R_3 above R_4 above R_5 ...
     gaps = [np.minimum(vl[..., 1], vh[..., 1]) - np.maximum(vh[..., 0], vl[..., 2])]
     if r > 3:
         gaps.append(np.minimum(vl[..., 0], vh[..., 2]) - vl[..., 3])
     smallest = np.minimum.reduce(gaps)
     if r > 4:
-        # far gaps cos(th_k - psi) - cos(tl_k+1 - psi), with cos(atan z) = 1 / sqrt(1 + z^2)
-        # and sin(atan z) = z cos(atan z): the differences first, then every angle
+        # far gaps cos(th_k - psi) - cos(tl_k+1 - psi): the differences first, then every angle
         k = _watched(xl, xh)
-        zh = (xh[None, k] - C[:, None]) / W[:, None]
-        zl = (xl[None, k + 1] - C[:, None]) / W[:, None]
-        ch, cl = 1 / np.sqrt(1 + zh * zh), 1 / np.sqrt(1 + zl * zl)
-        dc, ds = ch - cl, zh * ch - zl * cl
+        (ch, sh) = cos_sin_atan((xh[None, k] - C[:, None]) / W[:, None])
+        (cl, sl) = cos_sin_atan((xl[None, k + 1] - C[:, None]) / W[:, None])
+        dc, ds = ch - cl, sh - sl
         far = dc[:, None, :] * cp + ds[:, None, :] * sp
         smallest = np.minimum(smallest, far.min(axis=-1))
     ok = (hi_psi > lo_psi)[:, None] & (smallest > 0)
@@ -540,6 +541,13 @@ def watch(t: np.ndarray, gaps: np.ndarray, count: int = WATCHED) -> np.ndarray:
     return np.union1d(smallest, t[np.linspace(0, len(t) - 1, count).astype(int)])
 
 
+def cos_sin_atan(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``cos(atan z) = 1 / sqrt(1 + z^2)`` and ``sin(atan z) = z cos(atan z)``: a square root,
+    no angle."""
+    c = 1 / np.sqrt(1 + z * z)
+    return c, z * c
+
+
 def eighth_power(q: np.ndarray) -> np.ndarray:
     """``q ** 8`` by squaring (``**`` with a float exponent is several times slower)."""
     q = q * q
@@ -559,8 +567,9 @@ def best_first(score: np.ndarray) -> np.ndarray:
     return np.argsort(-score, kind="stable")
 
 
-def _step(centre: float, w: float, psi: float, eps: fmpq) -> FoldStep:
-    """The exact layer realising ``theta = atan((p - centre) / w)``, read at angle ``psi``.
+def _step(centre: float, w: float, slope: float, eps: fmpq) -> FoldStep:
+    """The exact layer realising ``theta = atan((p - centre) / w)``, read at the angle ``psi``
+    of ``slope = tan psi``.
 
     LayerNorm's ``eps`` adds ``eps / (2 S^2)`` to ``beta^2`` under the square root
     only; ``beta`` and the read are set so that the effective offset is ``w /
@@ -570,7 +579,7 @@ def _step(centre: float, w: float, psi: float, eps: fmpq) -> FoldStep:
     scale = power_of_two_near(_q(2 * max(1.0, math.sqrt(float(eps))) / beta_eff))
     s = float(scale)
     beta = math.sqrt(beta_eff * beta_eff - float(eps) / (2 * (s * s)))
-    gamma = SQRT3 * (beta / beta_eff) * tan(psi)
+    gamma = SQRT3 * (beta / beta_eff) * slope
     return FoldStep(_q(centre), _q(beta), scale, (fmpq(1), _q(gamma)), kind="runs")
 
 

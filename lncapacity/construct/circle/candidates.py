@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...elementary import atan, atan2, cos, log, sin, tan
+from ...elementary import atan, atan2, cos, direction, log, tan
 from ...reproducible import gram, matmul, norm, orthonormal_columns, solve, top_eigenvectors
 from .state import GAP_MIN, _cost, _score_directions, _score_slopes
 
@@ -76,7 +76,7 @@ def _first_layer(
             ang = rng.random(centres // 2) * 2 * math.pi
             far = (
                 mid
-                + np.c_[cos(ang), sin(ang)]
+                + direction(ang)
                 * span
                 * rng.choice([0.75, 1.5, 4.0, 64.0], size=centres // 2)[:, None]
             )
@@ -133,7 +133,7 @@ def _fold_poles(theta: np.ndarray, y: np.ndarray, rng: np.random.Generator, coun
     keep = np.abs(c) > 1e-9
     t1, t2, c = t1[keep], t2[keep], c[keep]
     mid = (t1 + t2) / 2
-    return np.c_[cos(mid), sin(mid)] / c[:, None]
+    return direction(mid) / c[:, None]
 
 
 def _aligning_poles(theta: np.ndarray, y: np.ndarray, rng: np.random.Generator, count: int):
@@ -183,7 +183,7 @@ def _aligning_poles(theta: np.ndarray, y: np.ndarray, rng: np.random.Generator, 
     cs = cos(half)
     ok &= np.abs(cs) > 1e-9
     mid = (t1 + t2) / 2
-    q = np.c_[cos(mid), sin(mid)] / np.where(ok, cs, 1.0)[:, None]
+    q = direction(mid) / np.where(ok, cs, 1.0)[:, None]
     return q[ok]
 
 

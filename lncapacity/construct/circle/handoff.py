@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from flint import fmpq
 
-from ...elementary import atan2, cos, sin
+from ...elementary import atan2, sincos
 from ...model import Affine
 from ...reproducible import matmul
 from .state import SQRT3, E, State, plane
@@ -58,7 +58,8 @@ def handoff_read(H: np.ndarray) -> np.ndarray | None:
     if arc > HANDOFF_ARC:
         return None
     mu = float(theta[(i + 1) % len(theta)]) + arc / 2
-    return matmul(E, np.array([-sin(mu), cos(mu)])) / SQRT3
+    s, c = sincos(mu)
+    return matmul(E, np.array([-s, c])) / SQRT3
 
 
 def finish(st: State, y: np.ndarray) -> float:

@@ -13,7 +13,7 @@ import math
 import numpy as np
 from flint import fmpq
 
-from ...elementary import atan2, cos, sin
+from ...elementary import atan2, cos, direction
 from ...model import Affine
 from ...reproducible import matmul
 from .state import SAFETY, SQRT3, E, _affine, _floats, plane
@@ -72,7 +72,7 @@ def polygon(H: np.ndarray, y: np.ndarray) -> Affine[fmpq] | None:
             hi += 2 * math.pi
         c = int(lab[(ch[j] + 1) % len(lab)])  # the label of the arc after cut j
         mid, half = (lo + hi) / 2, (hi - lo) / 2
-        W[c] = matmul(E, np.array([cos(mid), sin(mid)])) / SQRT3
+        W[c] = matmul(E, direction(mid)) / SQRT3
         b[c] = -cos(half)
     layer = _affine(W, b, {"kind": "arcs", "cuts": [float(g) for g in cuts]})
     Wf, bf = _floats(layer)
@@ -100,7 +100,7 @@ def chord(H: np.ndarray, y: np.ndarray) -> Affine[fmpq] | None:
     if beta < alpha:
         beta += 2 * math.pi
     mid = (alpha + beta) / 2
-    a = matmul(E, np.array([cos(mid), sin(mid)]))
+    a = matmul(E, direction(mid))
     sc = matmul(H, a)
     lo, hi = float(sc[y == 0].max()), float(sc[y == 1].min())
     if not lo < hi:
