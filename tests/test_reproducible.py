@@ -172,6 +172,7 @@ ULP_CHILD = r"""
 import hashlib, json, math, sys
 import numpy as np
 from lncapacity import build, load_points, points_from_arrays
+from lncapacity.construct.sector import sector_net
 from lncapacity.fileformat import dumps, to_dict
 
 def rnd(m, d, k, seed):
@@ -180,8 +181,11 @@ def rnd(m, d, k, seed):
 
 out = {"probe": [float(np.arctan2(1.0, 3.0)).hex(), math.log(3.0).hex()]}
 for name, data, kw in json.loads(sys.argv[1]):
-    points = load_points(data) if isinstance(data, str) else rnd(*data)
-    net = build(points, **kw)
+    if isinstance(data, dict):
+        points = points_from_arrays(np.array(data["X"], dtype=float), data["y"])
+    else:
+        points = load_points(data) if isinstance(data, str) else rnd(*data)
+    net = sector_net(points, kw["sector"]) if "sector" in kw else build(points, **kw)
     out[name] = [hashlib.sha256(dumps(to_dict(net)).encode()).hexdigest(), net.meta.get("method")]
 print(json.dumps(out))
 """
@@ -216,19 +220,24 @@ def _same_nets_one_ulp_apart(cases: list) -> None:
 
 
 SPIRALS = str(ROOT / "examples" / "spirals.csv")
+HEXAGON = {  # labels alternating: four changes around an apex outside (a fold, then the chord)
+    "X": [[2, 0], [1, 2], [-1, 2], [-2, 0], [-1, -2], [1, -3]],
+    "y": [0, 1, 0, 1, 0, 1],
+}
 
 
 def test_build_gives_byte_identical_nets_with_numpys_elementary_functions_one_ulp_off():
-    # the circle search in the plane (four seeds, no warm start), and in R^3 with its warm
-    # starts (more than circle.SMALL points: Adam); runs, peel, pma, an LN-G net
+    # the circle search in the plane (four seeds, no warm start; the spirals' net was one of
+    # those NumPy's vector math moved between two processors); runs, peel, pma, an LN-G net;
+    # the sector construction with its fold
     _same_nets_one_ulp_apart(
         [
             ["spirals circle", SPIRALS, {"method": "circle"}],
-            ["R^3 circle, warm starts", [110, 3, 2, 1], {"method": "circle"}],
             ["runs", [80, 3, 2, 2], {"method": "runs"}],
             ["peel", [60, 3, 3, 3], {"method": "peel"}],
             ["pma", [30, 2, 2, 4], {"method": "pma"}],
             ["ln-g depth 2", [60, 3, 3, 5], {"arch": "ln-g", "depth": 2}],
+            ["sector, four changes", HEXAGON, {"sector": 2}],
         ]
     )
 
@@ -236,9 +245,11 @@ def test_build_gives_byte_identical_nets_with_numpys_elementary_functions_one_ul
 @pytest.mark.slow
 def test_larger_searches_give_byte_identical_nets_one_ulp_off():
     # the sets on which NumPy's vector math once moved the nets between two processors
-    # (120 random points in the plane with 2 labels, 60 with 3), and the default method
+    # (120 random points in the plane with 2 labels, 60 with 3), the circle search in R^3
+    # with its warm starts (more than circle.SMALL points: Adam), and the default method
     _same_nets_one_ulp_apart(
         [
+            ["R^3 circle, warm starts", [110, 3, 2, 1], {"method": "circle"}],
             ["120 points circle", [120, 2, 2, 11], {"method": "circle"}],
             ["60 points k=3 circle", [60, 2, 3, 12], {"method": "circle"}],
             ["60 points k=3 eps circle", [60, 3, 3, 13], {"method": "circle", "eps": "1e-5"}],
