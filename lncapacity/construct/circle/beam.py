@@ -101,8 +101,8 @@ def search(
     ``X``: the points as float64 (``m x d``), ``y`` labels ``0 .. k-1``, each
     present.  Deterministic for ``seed``.  The returned state has the layers
     (exact dyadic weights) and the float64 outputs ``H`` of the last one.  With
-    ``warm`` (and PyTorch installed, data in ``R^d``, ``d > 1``) the first layers of
-    small nets trained by Adam compete as starting states (``_trained_starts``).
+    ``warm`` (and data in ``R^d``, ``d > 1``) the first layers of small nets trained by
+    Adam (:mod:`lncapacity.adam`) compete as starting states (``_trained_starts``).
     States are ranked by boundaries plus :data:`~.state.LAMBDA` per halving of the label gap
     below :data:`~.state.COMFORT` (what float arithmetic must keep resolving).
 
