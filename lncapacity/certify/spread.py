@@ -75,7 +75,7 @@ class Plan:
 def interval_span(
     plan: Plan, span: tuple[int, int]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The float64 interval pass of the points ``start .. stop - 1``: margins and scores
+    """The float64 interval pass of the points ``start`` to ``stop - 1``: margins and scores
     enclosed as :func:`~lncapacity.certify.intervals.interval_pass` encloses them."""
     start, stop = span
     X, labels, net = plan.X[start:stop], plan.labels[start:stop], plan.net
