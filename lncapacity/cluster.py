@@ -76,7 +76,7 @@ class Scheduler:
 
     @property
     def address(self) -> str:
-        """The address Dask is given: ``tcp://host:port`` (IPv6 in brackets)."""
+        """The address given to Dask, ``tcp://host:port`` (IPv6 in brackets)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"tcp://{host}:{self.port}"
 

@@ -63,7 +63,7 @@ def die_with_parent(parent: int) -> None:
 
     On Linux the kernel does it (``prctl(PR_SET_PDEATHSIG, SIGKILL)``); elsewhere, or if that
     call fails, a daemon thread looks every :data:`WATCH_PERIOD` seconds whether the parent
-    is still there (:func:`_watch_parent`).  A parent gone before this call ends the process
+    is still there (``_watch_parent``).  A parent gone before this call ends the process
     now."""
     if not _kernel_watches():
         threading.Thread(

@@ -3,7 +3,7 @@
 The float64 interval passes treat each point on its own, so :func:`certify
 <lncapacity.certify.certify>` cuts the points into spans and runs the pass of each span as one
 task (:func:`interval_span`), and the points it leaves undecided in chunks of
-:data:`~lncapacity.certify.CHUNK` as ball tasks (:func:`ball_chunk`), over the process pool or
+``lncapacity.certify.CHUNK`` as ball tasks (:func:`ball_chunk`), over the process pool or
 a Dask cluster (:func:`lncapacity.cluster.mapper`).  What every task needs (the net, the
 points, the labels) goes to each worker once.  The spans follow from the net and the number
 of points alone (:func:`spans`), never from the number of processes, so the certificate is

@@ -147,7 +147,7 @@ def _directions(Y: np.ndarray) -> _Directions:
 
 def plan(Y: np.ndarray, y: Sequence[int], most: int, seed: int = 0) -> Plan | None:
     """The apex with at most ``most`` cyclic label changes and the widest margin
-    (:meth:`_Directions.gaps`) among :func:`face_samples`, then pushed at random; None if no face
+    (``_Directions.gaps``) among :func:`face_samples`, then pushed at random; None if no face
     has few enough changes (then no apex has: every apex off the lines through two points sees
     a face's order, and one on such a line does no more than a face beside it)."""
     lab = np.asarray(y)

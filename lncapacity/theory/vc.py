@@ -62,7 +62,7 @@ class Bound:
     source: str
     kind: str  # "theorem" or "certificate"
     holds: str = ANY_EPS
-    """For which ``eps`` the bound is proved: :data:`ANY_EPS` or :data:`ZERO_EPS`."""
+    """For which ``eps`` the bound is proved: ``ANY_EPS`` or ``ZERO_EPS``."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
