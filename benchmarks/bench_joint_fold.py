@@ -54,7 +54,7 @@ from lncapacity.construct.circle.candidates import (
     _spread,
     seen_from,
 )
-from lncapacity.construct.circle.state import _score_orders
+from lncapacity.construct.circle.state import _score_slopes
 
 CANDIDATES = 3000
 """Poles per layer, as the depth objective tries (``precise.CANDIDATES``)."""
@@ -75,8 +75,9 @@ def fold(theta: np.ndarray, y: np.ndarray, qs: np.ndarray) -> list[tuple]:
     out = []
     for s in range(0, len(qs), 256):
         qq = qs[s : s + 256]
-        rel = seen_from(P, qq)
-        b, gap, _ = _score_orders(rel, y, cyclic=False)
+        u, v = seen_from(P, qq)
+        b, gap = _score_slopes(u, v, y)
+        rel = np.arctan2(v, u)
         # tangent points at angle(q) -+ acos(1 / |q|), inside the arc [min theta, max theta]
         half = np.arccos(1 / np.hypot(qq[:, 0], qq[:, 1]))
         centre = np.arctan2(qq[:, 1], qq[:, 0])
@@ -214,7 +215,7 @@ def run(m: int, layers: int, mode: str, seed: int) -> Run:
     lab = y[np.argsort(rel, kind="stable")]
     out = Run(start=int((lab[1:] != lab[:-1]).sum()))  # label boundaries (not cyclic)
     for layer in range(layers):
-        M, _ = _spread(rel, y)
+        M, _ = _spread(np.cos(rel), np.sin(rel), y)
         theta = respace(rel, M)
         qs = np.r_[
             _fold_poles(theta, y, rng, CANDIDATES // 2), _aligning_poles(theta, y, rng, CANDIDATES)

@@ -4,18 +4,19 @@ NumPy's ``@`` and ``numpy.linalg`` hand their work to BLAS and LAPACK, whose ker
 (chosen per processor, or by ``OPENBLAS_CORETYPE``) and threads sum in different
 orders, so the same product can differ in its last bits from one machine to the next.
 The searches (``circle``, ``runs``, ``peel``, the projections) decide with floats: one
-last bit can send them down another path, and ``build`` then gives another net (issue
-34: a 5-class set got a circle net under one OpenBLAS kernel and fell back to ``peel``
+last bit can send them down another path, and ``build`` then gives another net (a
+5-class set once got a circle net under one OpenBLAS kernel and fell back to ``peel``
 under another).  Here every sum runs in a fixed order, one IEEE 754 operation at a time
 (NumPy's elementwise ``+``, ``*``, ``/``, ``sqrt`` are correctly rounded on every
 processor), and the little linear algebra the searches need is done by FLINT's ball
 arithmetic or by a fixed number of such operations.  So the same inputs give the same
 bits under any BLAS kernel and any number of threads.
 
-Not covered: NumPy's transcendental functions (``arctan2``, ``tan``, ``log``, ...) are
-its own SIMD code, which differs between processors (with and without AVX-512), and
-PyTorch's kernels follow the processor too; see the manual's *Reproducibility*
-(docs/guide/reproducibility.md).
+The processor's own functions are the other half: the searches take their angles,
+logarithms and exponentials from :mod:`lncapacity.elementary` and train their Adam warm
+starts with :mod:`lncapacity.adam`, both built from the same correctly rounded
+operations, so that a net is the same bytes on every processor; see the manual's
+*Reproducibility* (docs/guide/reproducibility.md).
 """
 
 from __future__ import annotations

@@ -2,11 +2,11 @@
 
 The Projection Merge Algorithm realises every labeling of ``L + 2`` points with
 ``L`` layers.  Whether ``L + 3`` or more points can be shattered at depth ``L``
-is not settled by it; :func:`find_net` looks for a net numerically (PyTorch,
-float64, many random restarts of Adam on a margin loss), rounds every weight to
-a short dyadic rational, and keeps the result only if the rigorous certificate
-accepts it.  With ``method="circle"`` it first runs the combinatorial search of
-:mod:`lncapacity.construct.circle` (whole circle maps per layer, no PyTorch;
+is not settled by it; :func:`find_net` looks for a net numerically (float64, many
+random restarts of Adam on a margin loss, :mod:`lncapacity.adam`: the same weights on
+every processor), rounds every weight to a short dyadic rational, and keeps the result
+only if the rigorous certificate accepts it.  With ``method="circle"`` it first runs the
+combinatorial search of :mod:`lncapacity.construct.circle` (whole circle maps per layer,
 :func:`find_circle_net`), which reaches far more than ``L + 2`` points
 (proofs/circle_maps.md, the VC table), and Adam only for what that misses.
 With ``method="sector"`` (``eps = 0``) the sector construction comes first, no search at all
@@ -14,32 +14,23 @@ when the labels change at most four times around some apex of the plane, or twic
 some line of ``R^3`` and beyond (proofs/sector_theorem.md, Proposition 5).
 A labeling for which nothing is found is reported as such: that
 is evidence, not a proof, that no net exists.
-
-PyTorch is an optional dependency (``pip install 'lncapacity[torch]'``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 from flint import fmpq
 
+from . import adam
 from .certify import certify
 from .data import PointSet
 from .errors import InputError
 from .model import Affine, LNNet
-from .reproducible import torch_one_thread
 
 WIDTH = 3
 METHODS = ("adam", "circle", "sector")
-
-
-def _torch():  # type: ignore[no-untyped-def]
-    try:
-        import torch
-    except ImportError:
-        raise InputError("the search needs PyTorch: pip install 'lncapacity[torch]'") from None
-    return torch
 
 
 def _dyadic(x: float, bits: int) -> fmpq:
@@ -59,8 +50,8 @@ def find_net(
 ) -> LNNet[fmpq] | None:
     """A certified width-3 net with exactly ``depth`` layers for ``points``, or None.
 
-    ``method``: ``"adam"`` (PyTorch), ``"circle"`` (:func:`find_circle_net` with
-    ``restarts`` seeds first, then Adam) or ``"sector"`` (eps = 0: the sector construction,
+    ``method``: ``"adam"`` (:mod:`lncapacity.adam`), ``"circle"`` (:func:`find_circle_net`
+    with ``restarts`` seeds first, then Adam) or ``"sector"`` (eps = 0: the sector construction,
     :func:`lncapacity.construct.sector.sector_net`, when the labels change at most
     ``2^min(depth, 2)`` times around some apex of the plane, or twice around a flat of ``R^d``;
     else as ``"circle"``).
@@ -78,41 +69,25 @@ def find_net(
         net = find_circle_net(points, depth, eps, classes, restarts=restarts, seed=seed)
         if net is not None:
             return net
-    torch = _torch()
-    with torch_one_thread(torch):  # one summation order, whatever the core count
-        return _adam(torch, points, depth, eps, classes, restarts, steps, seed)
-
-
-def _adam(torch, points, depth, eps, classes, restarts, steps, seed):  # type: ignore[no-untyped-def]
-    """:func:`find_net`'s Adam restarts (inside one PyTorch thread)."""
-    X = torch.tensor(points.floats(), dtype=torch.float64)
-    target = torch.tensor([list(classes).index(label) for label in points.y])
-    sign = (2 * target - 1).to(torch.float64)
-    gen = torch.Generator().manual_seed(seed)
+    X = points.floats()
+    target = np.array([list(classes).index(label) for label in points.y])
+    sign = 2.0 * target - 1
+    loss = adam.Loss(sign=sign, offset=1.0)
+    rng = np.random.default_rng(seed)
     for _ in range(restarts):
-        params = []
-        fan_in = points.d
+        params, fan_in = [], points.d
         for _ in range(depth):
-            params += [
-                torch.randn(WIDTH, fan_in, generator=gen, dtype=torch.float64) * 2,
-                torch.randn(WIDTH, generator=gen, dtype=torch.float64),
-            ]
+            params += [rng.standard_normal((WIDTH, fan_in)) * 2, rng.standard_normal(WIDTH)]
             fan_in = WIDTH
-        params += [
-            torch.randn(fan_in, generator=gen, dtype=torch.float64),
-            torch.zeros(1, dtype=torch.float64),
-        ]
-        for p in params:
-            p.requires_grad_(True)
-        opt = torch.optim.Adam(params, lr=0.05)
-        for _ in range(steps):
-            opt.zero_grad()
-            score = _forward(torch, params, X, float(eps), depth)
-            loss = torch.nn.functional.softplus(1 - 4 * sign * score).mean()
-            loss.backward()
-            opt.step()
-            if bool((sign * score > 0.05).all()):
-                break
+        params += [rng.standard_normal(fan_in), np.zeros(1)]
+        params, score = adam.train(
+            params,
+            X,
+            float(eps),
+            loss,
+            steps,
+            stop=lambda _, score: bool((sign * score > 0.05).all()),
+        )
         if bool((sign * score > 0).all()):
             net = _certified_rounding(points, params, depth, eps, classes)
             if net is not None:
@@ -120,17 +95,9 @@ def _adam(torch, points, depth, eps, classes, restarts, steps, seed):  # type: i
     return None
 
 
-def _forward(torch, params, X, eps: float, depth: int):  # type: ignore[no-untyped-def]
-    h = X
-    for i in range(depth):
-        y = h @ params[2 * i].T + params[2 * i + 1]
-        h = torch.nn.functional.layer_norm(y, (WIDTH,), eps=eps)
-    return h @ params[-2] + params[-1][0]
-
-
 def _certified_rounding(points, params, depth, eps, classes):  # type: ignore[no-untyped-def]
     """Round to dyadics with more and more bits until the certificate accepts."""
-    values = [p.detach().numpy() for p in params]
+    values = params
     for bits in (12, 20, 32, 48):
         layers = []
         for i in range(depth):

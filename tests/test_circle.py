@@ -374,3 +374,43 @@ def test_the_error_bound_near_a_pole_covers_any_angle():
         turned.append(moved[0])
     assert max(turned) > 3  # the pole's point really turns, by half a circle
     assert bound[0] == math.pi and (bound[1:] < 1e-6).all()  # far from it, a small bound
+
+
+def test_scores_from_slopes_keys_and_cross_products_are_the_angles():
+    # the search orders and measures directions without arctan2 (the same bits on every
+    # processor); the boundaries must be those of the angles, the gaps their differences
+    from lncapacity.construct.circle.candidates import seen_from
+    from lncapacity.construct.circle.state import _score_directions, _score_slopes
+
+    rng = np.random.default_rng(8)
+    m = 40
+    theta = rng.uniform(-math.pi, math.pi, m)
+    P = np.c_[np.cos(theta), np.sin(theta)]
+    y = rng.integers(0, 3, m)
+
+    def by_angles(rel, cyclic):
+        order = np.argsort(rel, axis=1, kind="stable")
+        srt, lab = np.take_along_axis(rel, order, axis=1), y[order]
+        b = boundaries_cyclic(lab)
+        d = np.where(lab[:, 1:] != lab[:, :-1], np.diff(srt, axis=1), np.inf).min(axis=1)
+        if cyclic:
+            wrap = srt[:, 0] + 2 * math.pi - srt[:, -1]
+            d = np.minimum(d, np.where(lab[:, 0] != lab[:, -1], wrap, np.inf))
+        return b, d
+
+    qq = 1.5 * rng.standard_normal((50, 2))
+    qq = qq[np.hypot(qq[:, 0], qq[:, 1]) > 1.01]  # poles off the circle
+    c, s = seen_from(P, qq)
+    b, gap = _score_slopes(c, s, y)
+    b0, gap0 = by_angles(np.arctan2(s, c), cyclic=False)
+    assert (b == b0).all() and np.allclose(gap, gap0, rtol=1e-12, atol=1e-15)
+    centres = rng.uniform(-0.5, 0.5, (50, 2))  # inside: the points all around them
+    u, v = P[None, :, 0] - centres[:, None, 0], P[None, :, 1] - centres[:, None, 1]
+    b, gap = _score_directions(u, v, y)
+    b0, gap0 = by_angles(np.arctan2(v, u), cyclic=True)
+    assert (b == b0).all() and np.allclose(gap, gap0, rtol=1e-12, atol=1e-15)
+    far = np.array([[40.0, 3.0]])  # far outside: the points in a narrow arc, a wide wrap
+    u, v = P[None, :, 0] - far[:, None, 0], P[None, :, 1] - far[:, None, 1]
+    b, gap = _score_directions(u, v, y)
+    b0, gap0 = by_angles(np.arctan2(v, u) % (2 * math.pi), cyclic=True)
+    assert (b == b0).all() and np.allclose(gap, gap0, rtol=1e-12, atol=1e-15)

@@ -1,9 +1,10 @@
-"""The searches give the same nets under every BLAS kernel and thread count (issue 34).
+"""The searches give the same nets under every BLAS kernel, thread count and processor.
 
 The kernels of :mod:`lncapacity.reproducible` are checked against their definitions (sums
 in one order, bit for bit), and ``build`` is run in child processes under different
-OpenBLAS kernels and thread counts: the nets must be byte-identical.  Nothing here pins a
-hash or a depth: those may differ between processors (NumPy's transcendental functions).
+OpenBLAS kernels and thread counts, and with every elementary function of NumPy and
+``math`` moved by one ulp up or down (``tests/ulp_shift/sitecustomize.py``: what another
+processor's vector library may do to the last bit): the nets must be byte-identical.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import platform
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -159,3 +161,103 @@ def test_build_gives_byte_identical_nets_under_other_blas_kernels_and_thread_cou
     kernels = [r.pop("blas") for r in runs]
     assert len({tuple(k) for k in kernels}) >= 2, f"the kernels did not change: {kernels}"
     assert runs[1] == runs[0] and runs[2] == runs[0], kernels
+
+
+# One ulp: NumPy's and math's elementary functions moved by one ulp, up or down, in the
+# child (tests/ulp_shift/sitecustomize.py).  The searches decide from + - * / and sqrt only
+# (lncapacity.elementary, lncapacity.adam), so the nets must not move.
+ULP_SHIFT = Path(__file__).parent / "ulp_shift"
+ROOT = Path(__file__).parent.parent
+ULP_CHILD = r"""
+import hashlib, json, math, sys
+import numpy as np
+from lncapacity import build, load_points, points_from_arrays
+from lncapacity.construct.sector import sector_net
+from lncapacity.fileformat import dumps, to_dict
+
+def rnd(m, d, k, seed):
+    rng = np.random.default_rng(seed)
+    return points_from_arrays(rng.standard_normal((m, d)), rng.integers(0, k, m))
+
+out = {"probe": [float(np.arctan2(1.0, 3.0)).hex(), math.log(3.0).hex()]}
+for name, data, kw in json.loads(sys.argv[1]):
+    if isinstance(data, dict):
+        points = points_from_arrays(np.array(data["X"], dtype=float), data["y"])
+    else:
+        points = load_points(data) if isinstance(data, str) else rnd(*data)
+    net = sector_net(points, kw["sector"]) if "sector" in kw else build(points, **kw)
+    out[name] = [hashlib.sha256(dumps(to_dict(net)).encode()).hexdigest(), net.meta.get("method")]
+print(json.dumps(out))
+"""
+
+
+def _shifted_builds(cases: list, shift: str) -> subprocess.Popen[str]:
+    """A child building ``cases`` with the elementary functions shifted (``up``, ``down``)
+    or not (``""``)."""
+    path = [str(ULP_SHIFT)] if shift else []
+    env = {k: v for k, v in os.environ.items() if k not in BLAS_ENV}
+    env["PYTHONPATH"] = os.pathsep.join([*path, str(ROOT), env.get("PYTHONPATH", "")])
+    env["LNCAPACITY_ULP_SHIFT"] = shift
+    return subprocess.Popen(
+        [sys.executable, "-c", ULP_CHILD, json.dumps(cases)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _same_nets_one_ulp_apart(cases: list) -> None:
+    children = {shift: _shifted_builds(cases, shift) for shift in ("", "up", "down")}
+    runs = {}
+    for shift, child in children.items():
+        out, err = child.communicate(timeout=1800)
+        assert child.returncode == 0, err
+        runs[shift] = json.loads(out)
+    probes = {shift: tuple(r.pop("probe")) for shift, r in runs.items()}
+    assert len(set(probes.values())) == 3, f"the shift did not take: {probes}"
+    assert runs["up"] == runs[""] and runs["down"] == runs[""], runs
+
+
+SPIRALS = str(ROOT / "examples" / "spirals.csv")
+HEXAGON = {  # labels alternating: four changes around an apex outside (a fold, then the chord)
+    "X": [[2, 0], [1, 2], [-1, 2], [-2, 0], [-1, -2], [1, -3]],
+    "y": [0, 1, 0, 1, 0, 1],
+}
+
+
+def test_build_gives_byte_identical_nets_with_numpys_elementary_functions_one_ulp_off():
+    # the circle search in the plane (four seeds, no warm start; the spirals' net was one of
+    # those NumPy's vector math moved between two processors); runs, peel, pma, an LN-G net;
+    # the sector construction with its fold
+    _same_nets_one_ulp_apart(
+        [
+            ["spirals circle", SPIRALS, {"method": "circle"}],
+            ["runs", [80, 3, 2, 2], {"method": "runs"}],
+            ["peel", [60, 3, 3, 3], {"method": "peel"}],
+            ["pma", [30, 2, 2, 4], {"method": "pma"}],
+            ["ln-g depth 2", [60, 3, 3, 5], {"arch": "ln-g", "depth": 2}],
+            ["sector, four changes", HEXAGON, {"sector": 2}],
+        ]
+    )
+
+
+@pytest.mark.slow
+def test_larger_searches_give_byte_identical_nets_one_ulp_off():
+    # the sets on which NumPy's vector math once moved the nets between two processors
+    # (120 random points in the plane with 2 labels, 60 with 3), the circle search in R^3
+    # with its warm starts (more than circle.SMALL points: Adam), and the default method
+    _same_nets_one_ulp_apart(
+        [
+            ["R^3 circle, warm starts", [110, 3, 2, 1], {"method": "circle"}],
+            ["120 points circle", [120, 2, 2, 11], {"method": "circle"}],
+            ["60 points k=3 circle", [60, 2, 3, 12], {"method": "circle"}],
+            ["60 points k=3 eps circle", [60, 3, 3, 13], {"method": "circle", "eps": "1e-5"}],
+            ["200 points R^3 auto", [200, 3, 2, 14], {"budget": 1000}],
+            ["spirals auto", SPIRALS, {"budget": 1000}],
+            ["120 points k=5 auto", [120, 3, 5, 15], {}],
+            ["300 points runs", [300, 3, 2, 16], {"method": "runs"}],
+            ["150 points k=4 peel", [150, 3, 4, 17], {"method": "peel"}],
+            ["ln-g depth 1", [200, 3, 3, 18], {"arch": "ln-g"}],
+        ]
+    )

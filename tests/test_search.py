@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-
 from lncapacity.shatter import shatter, verify_shatter
-
-torch = pytest.importorskip("torch")
 
 
 def test_collinear_alternating_four_points_are_impossible_at_depth_one(tmp_path):

@@ -72,7 +72,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--search",
         action="store_true",
         help="allow more than L + 2 points: labelings the construction cannot do at depth L are "
-        "searched for numerically (PyTorch) and certified; the rest are reported",
+        "searched for numerically (Adam) and certified; the rest are reported",
     )
     s.add_argument(
         "--random", type=int, metavar="N", help="N random points (default with --search: L + 3)"

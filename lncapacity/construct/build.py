@@ -76,8 +76,8 @@ AUTO_LARGE = 2000
 """From this many points on, ``auto`` does not search by default (``--budget`` still asks
 for a search): measured (docs/tables/auto.md, random labels in R^3 and make_moons at
 ``m = 2000``), a search given half of ``runs``' CPU time still cost 2.8 and 3.3 times
-``runs`` (its first layer, PyTorch's import for the trained starts, and ``runs`` after a
-hand-over run past the deadline), for 911 layers instead of 940 and none; random labels
+``runs`` (its first layer, the trained starts, and ``runs`` after a hand-over run past
+the deadline), for 911 layers instead of 940 and none; random labels
 there are beyond circle's float64 reach (docs/tables/circle.md: 0.41 of ``m - 2`` at
 ``m = 1000``)."""
 CHOICES = ("auto", *METHODS)

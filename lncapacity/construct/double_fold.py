@@ -25,15 +25,16 @@ labels, ``eps = 0``.
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import mpmath
+import numpy as np
 from flint import fmpq
 
 from ..certify import certify
 from ..data import PointSet
+from ..elementary import PI, TWO_PI, atan2, sincos
 from ..errors import InputError
 from ..model import Affine, LNNet
 
@@ -45,7 +46,7 @@ BITS = (48, 80, 128, 192, 256)
 TS = (1, 3, 9)
 """Stretch factors tried for the re-spacing ``M = diag(1, t) R(-alpha) N0``."""
 SAME_WEIGHT = 1e-2
-"""Weight of the smallest gap of one label in a candidate's score (see ``_float_score``)."""
+"""Weight of the smallest gap of one label in a candidate's score (see ``_float_scores``)."""
 CANDIDATES = 12
 """Pairs of merges tried per layer (the first ones of :func:`merge_pairs`)."""
 
@@ -151,49 +152,58 @@ def pole(h: Sequence[Sequence[mpmath.mpf]], pairs) -> list[mpmath.mpf]:  # type:
     return [p[0] + t * r[0], p[1] + t * r[1]]
 
 
-def _float_score(dirs, labels, N0, alpha, t, pairs):  # type: ignore[no-untyped-def]
-    """Score of a candidate fold, in floats (the design is then redone in mpmath).
+def _float_scores(dirs, labels, N0, alphas, ts, pairs) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """Scores of the candidate folds ``M = diag(1, t) R(-alpha) N0`` merging ``pairs``, for
+    every ``alpha`` of ``alphas`` and ``t`` of ``ts`` (``alpha`` major), in floats (the
+    design is then redone in mpmath).
 
     The smallest angle, after the fold, between neighbours of two labels (<= 0:
     a collision), or ``SAME_WEIGHT`` times the smallest between any neighbours,
-    whichever is less, over the spread of the angles.
+    whichever is less, over the spread of the angles (-1 when the chords' lines are
+    parallel or meet inside the circle; 1 when the angles have no spread).
     """
-    c, s = math.cos(alpha), math.sin(alpha)
-    R = [[c, s], [-s, c]]
-    M = [[sum(R[0][k] * N0[k][j] for k in range(2)) for j in range(2)]]
-    M.append([t * sum(R[1][k] * N0[k][j] for k in range(2)) for j in range(2)])
-    h = []
-    for d in dirs:
-        v = (M[0][0] * d[0] + M[0][1] * d[1], M[1][0] * d[0] + M[1][1] * d[1])
-        n = math.hypot(*v)
-        h.append((v[0] / n, v[1] / n))
+    alpha = np.repeat(np.asarray(alphas, dtype=float), len(ts))
+    t = np.tile(np.asarray(ts, dtype=float), len(alphas))
+    s, c = sincos(alpha)
+    M = [[c * N0[0][j] + s * N0[1][j] for j in range(2)]]
+    M.append([t * ((-s) * N0[0][j] + c * N0[1][j]) for j in range(2)])
+    d = np.asarray(dirs, dtype=float)
+    v0 = M[0][0][:, None] * d[:, 0] + M[0][1][:, None] * d[:, 1]
+    v1 = M[1][0][:, None] * d[:, 0] + M[1][1][:, None] * d[:, 1]
+    size = np.sqrt(v0 * v0 + v1 * v1)
+    h0, h1 = v0 / size, v1 / size  # candidate x point
     (a, b) = pairs[0]
-    if len(pairs) == 1:
-        Q = (h[a][0] + 3 * (h[b][0] - h[a][0]), h[a][1] + 3 * (h[b][1] - h[a][1]))
-    else:
-        (cc, dd) = pairs[1]
-        r = (h[b][0] - h[a][0], h[b][1] - h[a][1])
-        sv = (h[dd][0] - h[cc][0], h[dd][1] - h[cc][1])
-        den = r[0] * sv[1] - r[1] * sv[0]
-        if den == 0:
-            return -1.0
-        u = ((h[cc][0] - h[a][0]) * sv[1] - (h[cc][1] - h[a][1]) * sv[0]) / den
-        Q = (h[a][0] + u * r[0], h[a][1] + u * r[1])
-    if Q[0] ** 2 + Q[1] ** 2 <= 1 + 1e-9:
-        return -1.0
+    out = np.zeros(len(alpha))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if len(pairs) == 1:
+            Q0, Q1 = h0[:, a] + 3 * (h0[:, b] - h0[:, a]), h1[:, a] + 3 * (h1[:, b] - h1[:, a])
+            parallel = np.zeros(len(alpha), dtype=bool)
+        else:
+            (cc, dd) = pairs[1]
+            r0, r1 = h0[:, b] - h0[:, a], h1[:, b] - h1[:, a]
+            s0, s1 = h0[:, dd] - h0[:, cc], h1[:, dd] - h1[:, cc]
+            den = r0 * s1 - r1 * s0
+            parallel = den == 0
+            u = ((h0[:, cc] - h0[:, a]) * s1 - (h1[:, cc] - h1[:, a]) * s0) / den
+            Q0, Q1 = h0[:, a] + u * r0, h1[:, a] + u * r1
     gone = {j for _, j in pairs}
-    pts = [
-        (math.atan2(x[1] - Q[1], x[0] - Q[0]), labels[i]) for i, x in enumerate(h) if i not in gone
-    ]
-    a0 = pts[0][0]
-    rel = sorted(((p - a0 + math.pi) % (2 * math.pi) - math.pi, lab) for p, lab in pts)
-    spread = rel[-1][0] - rel[0][0]
-    diff = [q[0] - p[0] for p, q in itertools.pairwise(rel) if p[1] != q[1]]
-    every = [q[0] - p[0] for p, q in itertools.pairwise(rel)]
-    if spread <= 0:
-        return 1.0
-    # two labels colliding is fatal; one label nearly colliding makes later folds ill-conditioned
-    return min(min(diff, default=spread), SAME_WEIGHT * min(every, default=spread)) / spread
+    kept = [i for i in range(len(d)) if i not in gone]
+    angles = atan2(h1[:, kept] - Q1[:, None], h0[:, kept] - Q0[:, None])
+    rel = (angles - angles[:, :1] + PI) % TWO_PI - PI
+    lab = np.array([labels[i] for i in kept])
+    order = np.lexsort((np.broadcast_to(lab, rel.shape), rel), axis=1)  # by angle, then label
+    rel, lab = np.take_along_axis(rel, order, axis=1), lab[order]
+    spread = rel[:, -1] - rel[:, 0]
+    every = np.diff(rel, axis=1)
+    between = np.where(lab[:, 1:] != lab[:, :-1], every, np.inf).min(axis=1, initial=np.inf)
+    between = np.where(np.isinf(between), spread, between)
+    every = every.min(axis=1, initial=np.inf)
+    every = np.where(np.isinf(every), spread, every)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # two labels colliding is fatal; one nearly colliding makes later folds ill-conditioned
+        out = np.minimum(between, SAME_WEIGHT * every) / spread
+    out = np.where(spread <= 0, 1.0, out)
+    return np.where(parallel | (Q0 * Q0 + Q1 * Q1 <= 1 + 1e-9), -1.0, out)
 
 
 def _fold(dirs, labels, M, pairs):  # type: ignore[no-untyped-def]
@@ -229,7 +239,7 @@ def _first_fold(dirs, labels, groups):  # type: ignore[no-untyped-def]
     fdirs = [[float(v) for v in d] for d in dirs]
     eye = [[1.0, 0.0], [0.0, 1.0]]
     scored = [
-        (_float_score(fdirs, labels, eye, 0.0, 1, pairs), pairs)
+        (float(_float_scores(fdirs, labels, eye, [0.0], [1], pairs)[0]), pairs)
         for pairs in merge_pairs(order, labels)
     ]
     best = max(scored, key=lambda c: c[0], default=None)
@@ -298,11 +308,10 @@ def design(X: Sequence[Sequence[fmpq]], y: Sequence[int], depth: int) -> Design:
             fdirs = [[float(v) for v in d] for d in dirs]
             fN0 = [[float(v) for v in row] for row in N0]
             for pairs in merge_pairs(order, labels)[:CANDIDATES]:
-                for alpha in cuts:
-                    for t in TS:
-                        s = _float_score(fdirs, labels, fN0, float(alpha), t, pairs)
-                        if best is None or s > best[0]:
-                            best = (s, alpha, t, pairs)
+                scores = _float_scores(fdirs, labels, fN0, [float(a) for a in cuts], TS, pairs)
+                for k, s in enumerate(scores.tolist()):  # alpha major, as the cuts and TS
+                    if best is None or s > best[0]:
+                        best = (s, cuts[k // len(TS)], TS[k % len(TS)], pairs)
             if best is None or best[0] <= 0:
                 raise InputError("no fold without a collision found (should not happen)")
             _, alpha, t, pairs = best

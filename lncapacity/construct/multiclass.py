@@ -41,6 +41,7 @@ import numpy as np
 from flint import arb, fmpq
 
 from ..arith import dyadic_between, precision
+from ..elementary import atan, geomspace, sincos
 from .fold import Chain, FoldStep
 from .pma import (
     NoSafeCentre,
@@ -51,7 +52,16 @@ from .pma import (
     with_tolerances,
 )
 from .project import runs
-from .runfold import ANGLES, Unresolvable, certified_runs, eighth_power, to_steps
+from .runfold import (
+    ANGLES,
+    Unresolvable,
+    best_first,
+    certified_runs,
+    cos_sin_atan,
+    eighth_power,
+    inverse_eighth_root,
+    to_steps,
+)
 
 NEAR = arb(2) ** -10
 """Mirror images of different labels closer than this fraction of the smallest label gap
@@ -62,7 +72,7 @@ TARGETS = 3
 """Same-label runs, counted from each end, that a merge may aim at (and the last run)."""
 FIRSTS = 3
 """Runs, counted from each end, that a merge may move (those before it go beyond the far end)."""
-WIDTHS = np.geomspace(1e-4, 30.0, 22)
+WIDTHS = geomspace(1e-4, 30.0, 22)
 """Candidate ``sqrt(3) beta`` relative to the span from ``R_1`` to the run after ``R_j``."""
 WATCHED = 48
 RESOLVED = 2.0**-36
@@ -265,7 +275,7 @@ def _scored(chain: Chain, rs: list[list[int]], labels: list[int]) -> list[tuple]
             for j in dict.fromkeys([*same[:TARGETS], *same[-1:]]):
                 with np.errstate(all="ignore"):
                     score, c, w, psi = _merge_scores(xl, xh, first, j, lab)
-                best = np.argsort(score)[::-1][:8]
+                best = best_first(score)[:8]
                 out += [
                     (score[t], end, j, c[t], w[t], psi[t]) for t in best if np.isfinite(score[t])
                 ]
@@ -322,8 +332,9 @@ def _merge_scores(
     far = _watched(xl, xh, j + 1) if after else np.array([], dtype=int)
     cols = np.unique(np.r_[np.arange(min(j + 2, r)), far, far + 1, r - 1]).astype(int)
     pos = {col: t for t, col in enumerate(cols)}
-    tl = np.arctan((xl[cols][None, :] - C[:, None]) / W[:, None])
-    th = np.arctan((xh[cols][None, :] - C[:, None]) / W[:, None])
+    zl = (xl[cols][None, :] - C[:, None]) / W[:, None]
+    zh = (xh[cols][None, :] - C[:, None]) / W[:, None]
+    tl, th = atan(zl), atan(zh)
     lo_psi = (th[:, s] + th[:, pos[j - 1]]) / 2
     if s:
         lo_psi = np.maximum(lo_psi, (th[:, s - 1] + th[:, pos[r - 1]]) / 2)
@@ -331,9 +342,10 @@ def _merge_scores(
     if after:
         hi_psi = np.minimum(hi_psi, (tl[:, s] + tl[:, pos[j + 1]]) / 2)
     psi = lo_psi[:, None] + (hi_psi - lo_psi)[:, None] * ANGLES[None, :]
-    cp, sp = np.cos(psi)[..., None], np.sin(psi)[..., None]
-    vl = np.cos(tl)[:, None, :] * cp + np.sin(tl)[:, None, :] * sp
-    vh = np.cos(th)[:, None, :] * cp + np.sin(th)[:, None, :] * sp
+    sp, cp = (v[..., None] for v in sincos(psi))
+    (cl, sl), (ch, sh) = cos_sin_atan(zl), cos_sin_atan(zh)
+    vl = cl[:, None, :] * cp + sl[:, None, :] * sp
+    vh = ch[:, None, :] * cp + sh[:, None, :] * sp
     # the new runs as (top, bottom) of their values, innermost (largest values) first
     tops = [None] + [vl[..., t] for t in range(s + 2, j)]
     bottoms = [np.minimum(vl[..., s + 1], vh[..., s + 1])] + [vh[..., t] for t in range(s + 2, j)]
@@ -353,7 +365,7 @@ def _merge_scores(
     ok = (hi_psi > lo_psi)[:, None] & (smallest > 0)
     t = np.where(ok, smallest, 1.0)
     total = sum(eighth_power(t / g) for g in gaps)
-    score = np.where(ok, t * total ** (-1 / 8), -np.inf)
+    score = np.where(ok, t * inverse_eighth_root(total), -np.inf)
     K = psi.shape[1]
     return score.ravel(), np.repeat(C, K), np.repeat(W, K), psi.ravel()
 
@@ -363,7 +375,7 @@ def _watched(xl: np.ndarray, xh: np.ndarray, start: int, count: int = WATCHED) -
     t = np.arange(start, len(xl) - 1)
     if len(t) <= 2 * count:
         return t
-    smallest = t[np.argsort(xl[t + 1] - xh[t])[:count]]
+    smallest = t[np.argsort(xl[t + 1] - xh[t], kind="stable")[:count]]
     return np.union1d(smallest, t[np.linspace(0, len(t) - 1, count).astype(int)])
 
 

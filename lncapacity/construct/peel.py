@@ -34,6 +34,7 @@ from functools import partial
 
 import numpy as np
 
+from ..elementary import atan, sincos
 from .fold import Chain, FoldStep
 from .pma import Progress
 from .project import runs
@@ -47,8 +48,11 @@ from .runfold import (
     Tightener,
     Unresolvable,
     _first_certified,
+    best_first,
     chain_runs,
+    cos_sin_atan,
     eighth_power,
+    inverse_eighth_root,
     to_steps,
     watch,
 )
@@ -178,7 +182,7 @@ def _candidates(
             lab, bl = labels[order][::-1], binary[order][::-1]
         with np.errstate(all="ignore"):  # degenerate candidates score -inf
             score, c, w, psi = _scores(x, xlo, xhi, lab, bl)
-        best = np.argsort(score)[::-1][:KEEP]
+        best = best_first(score)[:KEEP]
         scored += [(score[t], end, c[t], w[t], psi[t]) for t in best if np.isfinite(score[t])]
     scored.sort(key=lambda s: s[0], reverse=True)
     return to_steps(scored[:KEEP], p0, p1, chain.eps)
@@ -217,7 +221,7 @@ def _scores(
     K = len(ANGLES)
 
     def angle(v: float) -> np.ndarray:
-        return np.arctan((v - C) / W)
+        return atan((v - C) / W)
 
     lo_psi = (angle(a) + angle(b1)) / 2
     hi_psi = (angle(b0) + angle(a1)) / 2
@@ -225,28 +229,34 @@ def _scores(
         hi_psi = np.minimum(hi_psi, (angle(f) + angle(x[heads[3]])) / 2)
     psi = (lo_psi[:, None] + (hi_psi - lo_psi)[:, None] * ANGLES[None, :]).ravel()
     Cr, Wr = np.repeat(C, K), np.repeat(W, K)
+    sp, cp = (v[:, None] for v in sincos(psi))
+    tp = sp / cp  # tan psi (|psi| < pi / 2)
     near = heads[3] + 1 if r > 3 else len(x)  # R_1 .. R_3 and the first point of R_4
 
-    def image(u: np.ndarray) -> np.ndarray:  # candidate x point: the angle from psi
-        return np.arctan((u[None, :] - Cr[:, None]) / Wr[:, None]) - psi[:, None]
+    def slope(u: np.ndarray) -> np.ndarray:  # candidate x point: tan of the angle
+        return (u[None, :] - Cr[:, None]) / Wr[:, None]
+
+    def value(z: np.ndarray) -> np.ndarray:  # cos(atan z - psi), by a square root only
+        c, s = cos_sin_atan(z)
+        return c * cp + s * sp
 
     # each point's interval (its value widened by its float error) and its image
-    tl, th = image(xlo[:near]), image(xhi[:near])
-    vl, vh = np.cos(tl), np.cos(th)
-    top = np.where((tl <= 0) & (th >= 0), 1.0, np.maximum(vl, vh))
+    zl, zh = slope(xlo[:near]), slope(xhi[:near])
+    vl, vh = value(zl), value(zh)
+    top = np.where((zl <= tp) & (zh >= tp), 1.0, np.maximum(vl, vh))  # psi inside: the crest
     gap = _label_gaps(np.minimum(vl, vh), top, lab[:near])
     if r > 3 and near < len(x):  # beyond: monotone, the order kept
         idx = _watched(xlo, xhi, lab, near - 1)
-        gap = np.c_[gap, np.cos(image(xhi[idx])) - np.cos(image(xlo[idx + 1]))]
+        gap = np.c_[gap, value(slope(xhi[idx])) - value(slope(xlo[idx + 1]))]
     # float64 rounds the new values to ulps of their largest magnitude (the crest, 1 here,
     # or the far end), not of their spread: gaps count in those units
-    far = np.cos(image(np.array([xlo[0], xhi[-1]])))
+    far = value(slope(np.array([xlo[0], xhi[-1]])))
     scale = np.maximum(1, -far.min(axis=1))
     smallest = gap.min(axis=1)
     ok = np.repeat(hi_psi > lo_psi, K) & (smallest > 0)
     t = np.where(ok, smallest, 1.0)
     total = eighth_power(t[:, None] / np.where(ok[:, None], gap, 1.0)).sum(axis=1)
-    score = np.where(ok, t * total ** (-1 / 8) / scale, -np.inf)
+    score = np.where(ok, t * inverse_eighth_root(total) / scale, -np.inf)
     return score, Cr, Wr, psi
 
 

@@ -206,7 +206,7 @@ def _tie_broken(w: np.ndarray, bits: int, Xf: np.ndarray) -> tuple[fmpq, ...]:
     power of two below a quarter of the smallest nonzero gap of ``w^T x`` over the
     spread of ``v . x``: the order ``w`` already makes is kept.
     """
-    t = np.sort(matmul(Xf, w))
+    t = np.sort(matmul(Xf, w), kind="stable")
     gaps = np.diff(t)
     exact = [fmpq(int(x), 1 << bits) for x in np.round(w * 2.0**bits)]
     if gaps.size == 0 or gaps.min() > 0:
@@ -216,7 +216,7 @@ def _tie_broken(w: np.ndarray, bits: int, Xf: np.ndarray) -> tuple[fmpq, ...]:
     spread = float(np.ptp(matmul(Xf, v))) or 1.0
     if positive.size == 0:
         return tuple(exact)
-    e = int(np.floor(np.log2(positive.min() / (4 * spread))))
+    e = math.frexp(float(positive.min()) / (4 * spread))[1] - 1  # floor(log2), exactly
     delta = fmpq(2) ** e if e >= 0 else fmpq(1, 2**-e)
     return tuple(wi + delta * int(vi) for wi, vi in zip(exact, v, strict=True))
 

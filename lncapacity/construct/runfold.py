@@ -40,6 +40,7 @@ from flint import arb, fmpq
 
 from .. import interval as iv
 from ..arith import lower_bound_float, precision, to_float
+from ..elementary import atan, geomspace, sincos, tan
 from ..errors import ConstructionError
 from ..fileformat import read_vector
 from ..floats import layer_norm
@@ -50,7 +51,7 @@ from .pma import Progress, power_of_two_near
 SQRT3 = math.sqrt(3.0)
 CENTRES = 9
 """Candidate centres per end: across ``R_2`` and between the first runs."""
-WIDTHS = np.geomspace(1e-2, 30.0, 20)
+WIDTHS = geomspace(1e-2, 30.0, 20)
 """Candidate ``sqrt(3) beta``, relative to the span of ``R_1, R_2, R_3``."""
 ANGLES = np.linspace(0.0, 1.0, 8)[1:-1]
 """Candidate ``psi``, as fractions of the admissible interval."""
@@ -327,10 +328,11 @@ def to_steps(
     ``end`` (0: ``p0``, 1: ``p1``, mirrored), as exact layers on the values themselves."""
     span = p1 - p0
     out = []
-    for score, end, c, w, psi in scored:
+    slopes = tan(np.array([psi if end == 0 else -psi for _, end, _, _, psi in scored]))
+    for (score, end, c, w, _), slope in zip(scored, slopes.tolist(), strict=True):
         # back to p: theta_p = atan((p - centre) / (w span)) is theta (end 0) or -theta
         centre = p0 + c * span if end == 0 else p1 - c * span
-        out.append((score, _step(centre, w * span, psi if end == 0 else -psi, eps)))
+        out.append((score, _step(centre, w * span, slope, eps)))
     return out
 
 
@@ -453,7 +455,7 @@ def _candidates(chain: Chain, rs: Runs, keep: int = 8) -> list[FoldStep]:
         else:
             xl, xh = (p1 - hi[::-1]) / span, (p1 - lo[::-1]) / span
         score, c, w, psi = _search(xl, xh)
-        best = np.argsort(score)[::-1][:keep]
+        best = best_first(score)[:keep]
         scored += [(score[k], end, c[k], w[k], psi[k]) for k in best if np.isfinite(score[k])]
     scored.sort(key=lambda s: s[0], reverse=True)
     return [step for _, step in to_steps(scored[:keep], p0, p1, chain.eps)]
@@ -481,30 +483,30 @@ def _scores(xl: np.ndarray, xh: np.ndarray) -> tuple[np.ndarray, ...]:
     ws = np.r_[WIDTHS * (xh[2] - f), opening * OPENING]
     C, W = (g.ravel() for g in np.meshgrid(cs, ws, indexing="ij"))
     near = min(r, 4)  # the runs the fold moves; beyond, the watched far gaps
-    tl = np.arctan((xl[None, :near] - C[:, None]) / W[:, None])  # candidate x run
-    th = np.arctan((xh[None, :near] - C[:, None]) / W[:, None])
+    zl = (xl[None, :near] - C[:, None]) / W[:, None]  # candidate x run: tan theta
+    zh = (xh[None, :near] - C[:, None]) / W[:, None]
+    tl, th = atan(zl), atan(zh)
     lo_psi = (th[:, 0] + th[:, 1]) / 2
     hi_psi = (tl[:, 1] + tl[:, 2]) / 2
     if r > 3:
         hi_psi = np.minimum(hi_psi, (tl[:, 0] + tl[:, 3]) / 2)
     psi = lo_psi[:, None] + (hi_psi - lo_psi)[:, None] * ANGLES[None, :]  # candidate x angle
     # the new values cos(theta - psi) at both ends of every run: candidate x angle x run
-    cp, sp = np.cos(psi)[..., None], np.sin(psi)[..., None]
-    vl = np.cos(tl)[:, None, :] * cp + np.sin(tl)[:, None, :] * sp
-    vh = np.cos(th)[:, None, :] * cp + np.sin(th)[:, None, :] * sp
+    sp, cp = (v[..., None] for v in sincos(psi))
+    (cl, sl), (ch, sh) = cos_sin_atan(zl), cos_sin_atan(zh)
+    vl = cl[:, None, :] * cp + sl[:, None, :] * sp
+    vh = ch[:, None, :] * cp + sh[:, None, :] * sp
     # the new label gaps: R_2 above R_1 + R_3 above R_4 above R_5 ...
     gaps = [np.minimum(vl[..., 1], vh[..., 1]) - np.maximum(vh[..., 0], vl[..., 2])]
     if r > 3:
         gaps.append(np.minimum(vl[..., 0], vh[..., 2]) - vl[..., 3])
     smallest = np.minimum.reduce(gaps)
     if r > 4:
-        # far gaps cos(th_k - psi) - cos(tl_k+1 - psi), with cos(atan z) = 1 / sqrt(1 + z^2)
-        # and sin(atan z) = z cos(atan z): the differences first, then every angle
+        # far gaps cos(th_k - psi) - cos(tl_k+1 - psi): the differences first, then every angle
         k = _watched(xl, xh)
-        zh = (xh[None, k] - C[:, None]) / W[:, None]
-        zl = (xl[None, k + 1] - C[:, None]) / W[:, None]
-        ch, cl = 1 / np.sqrt(1 + zh * zh), 1 / np.sqrt(1 + zl * zl)
-        dc, ds = ch - cl, zh * ch - zl * cl
+        (ch, sh) = cos_sin_atan((xh[None, k] - C[:, None]) / W[:, None])
+        (cl, sl) = cos_sin_atan((xl[None, k + 1] - C[:, None]) / W[:, None])
+        dc, ds = ch - cl, sh - sl
         far = dc[:, None, :] * cp + ds[:, None, :] * sp
         smallest = np.minimum(smallest, far.min(axis=-1))
     ok = (hi_psi > lo_psi)[:, None] & (smallest > 0)
@@ -513,7 +515,7 @@ def _scores(xl: np.ndarray, xh: np.ndarray) -> tuple[np.ndarray, ...]:
     total = sum(eighth_power(t[..., 0] / g) for g in gaps)
     if r > 4:
         total = total + eighth_power(np.divide(t, far, out=far)).sum(axis=-1)
-    score = np.where(ok, t[..., 0] * total ** (-1 / 8), -np.inf)
+    score = np.where(ok, t[..., 0] * inverse_eighth_root(total), -np.inf)
     K = psi.shape[1]
     return score.ravel(), np.repeat(C, K), np.repeat(W, K), psi.ravel()
 
@@ -535,8 +537,15 @@ def watch(t: np.ndarray, gaps: np.ndarray, count: int = WATCHED) -> np.ndarray:
     ``count`` smallest and ``count`` spread evenly (``_watched``)."""
     if len(t) <= 2 * count:
         return t
-    smallest = t[np.argpartition(gaps, count)[:count]]
+    smallest = t[np.argsort(gaps, kind="stable")[:count]]
     return np.union1d(smallest, t[np.linspace(0, len(t) - 1, count).astype(int)])
+
+
+def cos_sin_atan(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``cos(atan z) = 1 / sqrt(1 + z^2)`` and ``sin(atan z) = z cos(atan z)``: a square root,
+    no angle."""
+    c = 1 / np.sqrt(1 + z * z)
+    return c, z * c
 
 
 def eighth_power(q: np.ndarray) -> np.ndarray:
@@ -546,8 +555,21 @@ def eighth_power(q: np.ndarray) -> np.ndarray:
     return q * q
 
 
-def _step(centre: float, w: float, psi: float, eps: fmpq) -> FoldStep:
-    """The exact layer realising ``theta = atan((p - centre) / w)``, read at angle ``psi``.
+def inverse_eighth_root(q: np.ndarray) -> np.ndarray:
+    """``q ** (-1/8)`` by three square roots (``**`` with a float exponent is NumPy's vector
+    ``pow``, whose last bit depends on the processor)."""
+    return 1 / np.sqrt(np.sqrt(np.sqrt(q)))
+
+
+def best_first(score: np.ndarray) -> np.ndarray:
+    """The indices of ``score`` from the largest score down, ties in index order (a stable
+    sort: NumPy's default sort orders ties differently on different processors)."""
+    return np.argsort(-score, kind="stable")
+
+
+def _step(centre: float, w: float, slope: float, eps: fmpq) -> FoldStep:
+    """The exact layer realising ``theta = atan((p - centre) / w)``, read at the angle ``psi``
+    of ``slope = tan psi``.
 
     LayerNorm's ``eps`` adds ``eps / (2 S^2)`` to ``beta^2`` under the square root
     only; ``beta`` and the read are set so that the effective offset is ``w /
@@ -555,8 +577,9 @@ def _step(centre: float, w: float, psi: float, eps: fmpq) -> FoldStep:
     """
     beta_eff = w / SQRT3
     scale = power_of_two_near(_q(2 * max(1.0, math.sqrt(float(eps))) / beta_eff))
-    beta = math.sqrt(beta_eff**2 - float(eps) / (2 * float(scale) ** 2))
-    gamma = SQRT3 * (beta / beta_eff) * math.tan(psi)
+    s = float(scale)
+    beta = math.sqrt(beta_eff * beta_eff - float(eps) / (2 * (s * s)))
+    gamma = SQRT3 * (beta / beta_eff) * slope
     return FoldStep(_q(centre), _q(beta), scale, (fmpq(1), _q(gamma)), kind="runs")
 
 

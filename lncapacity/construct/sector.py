@@ -21,6 +21,11 @@ from two half-spaces whose intersection (or its complement) is the label-1 set
 (:func:`wedge_plan`, the shape Theorem 3 of the proof gives them).  It builds the net in floats,
 rounds it to dyadic rationals and keeps the first rounding that
 :func:`lncapacity.certify.certify` accepts.  Binary labels.
+
+Its float decisions use IEEE ``+ - * /`` and ``sqrt`` only (angles from
+:mod:`lncapacity.elementary`, products from :func:`lncapacity.reproducible.matmul`, the sides
+of hyperplanes by exact determinants), so the same points give the same net on every
+processor; the linear programs of :func:`wedge_plan` (HiGHS, through SciPy) are the exception.
 """
 
 from __future__ import annotations
@@ -31,17 +36,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from flint import fmpq
+from flint import fmpq, fmpq_mat
 
+from .. import elementary
 from ..certify import certify
 from ..data import PointSet
 from ..errors import InputError
 from ..model import Affine, LNNet
+from ..reproducible import matmul, norm
 
 WIDTH = 3
 B = np.array([[1.0, 1.0], [-1.0, 1.0], [0.0, -2.0]])
 """Columns ``u = (1, -1, 0)`` and ``v = (1, 1, -2)``: a rational basis of the plane
 orthogonal to ``(1, 1, 1)``; layer 1 is ``x -> B (rho x - a)``."""
+E = B / np.sqrt((B * B).sum(axis=0))
+"""The columns of :data:`B` normalised: an orthonormal basis of that plane."""
 BITS = (24, 40, 64)
 """Dyadic roundings tried, in turn, until the certificate accepts."""
 REFINE = 60
@@ -68,7 +77,7 @@ def face_samples(Y: np.ndarray) -> np.ndarray:
     pairs = list(itertools.combinations(range(N), 2))
     P = np.array([Y[i] for i, _ in pairs])
     D = np.array([Y[j] - Y[i] for i, j in pairs])
-    D /= np.linalg.norm(D, axis=1)[:, None]
+    D /= np.sqrt(D[:, 0] * D[:, 0] + D[:, 1] * D[:, 1])[:, None]
     normal = np.c_[-D[:, 1], D[:, 0]]
     out = []
     for k in range(len(pairs)):
@@ -82,7 +91,8 @@ def face_samples(Y: np.ndarray) -> np.ndarray:
         scale = max(1.0, float(t[-1] - t[0]))
         mids = np.r_[(t[:-1] + t[1:]) / 2, t[0] - scale, t[-1] + scale]
         base = P[k] + mids[:, None] * D[k]
-        dist = np.abs(np.einsum("mpj,pj->mp", base[:, None, :] - P[None, :, :], normal))
+        rel = base[:, None, :] - P[None, :, :]
+        dist = np.abs(rel[..., 0] * normal[:, 0] + rel[..., 1] * normal[:, 1])
         dist[:, k] = np.inf
         h = np.minimum(dist.min(axis=1) / 3, scale)
         out += [base + h[:, None] * normal[k], base - h[:, None] * normal[k]]
@@ -102,11 +112,12 @@ class _Directions:
     @classmethod
     def of(cls, Y: np.ndarray, apexes: np.ndarray) -> _Directions:
         V = Y[None, :, :] - apexes[:, None, :]
-        theta = np.arctan2(V[..., 1], V[..., 0])
+        theta = elementary.atan2(V[..., 1], V[..., 0])
         order = np.argsort(theta, axis=1, kind="stable")
         srt = np.take_along_axis(theta, order, axis=1)
-        diff = np.diff(np.c_[srt, srt[:, :1] + 2 * math.pi], axis=1)
-        near = np.linalg.norm(V, axis=2).min(axis=1) / (float(np.ptp(Y, axis=0).max()) or 1.0)
+        diff = np.diff(np.c_[srt, srt[:, :1] + elementary.TWO_PI], axis=1)
+        length = np.sqrt(V[..., 0] * V[..., 0] + V[..., 1] * V[..., 1])
+        near = length.min(axis=1) / (float(np.ptp(Y, axis=0).max()) or 1.0)
         return cls(apexes, order, diff, near)
 
     def gaps(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -169,14 +180,16 @@ def halfspace_sets(Y: np.ndarray) -> dict[int, tuple[int, ...]]:
     """The dichotomies of the points ``Y`` (``N x d``, general position) by affine half-spaces,
     as bit masks, each with the ``d`` points whose hyperplane, moved a little, realises it:
     every such dichotomy is one of a hyperplane through ``d`` points with those points put on
-    either side."""
+    either side.  The sides are signs of exact determinants (the floats read as rationals)."""
     N, d = Y.shape
     full = (1 << N) - 1
+    rows = [[fmpq(*float(v).as_integer_ratio()) for v in p] + [fmpq(1)] for p in Y]
     out: dict[int, tuple[int, ...]] = {0: (), full: ()}
     for idx in itertools.combinations(range(N), d):
-        _, _, Vt = np.linalg.svd(np.c_[Y[list(idx)], np.ones(d)])
-        s = Y @ Vt[-1][:d] + Vt[-1][d]
-        side = sum(1 << k for k in range(N) if k not in idx and s[k] > 0)
+        base = [rows[i] for i in idx]
+        side = sum(
+            1 << k for k in range(N) if k not in idx and fmpq_mat([*base, rows[k]]).det() > 0
+        )
         for extra in range(1 << d):
             k = side | sum(((extra >> t) & 1) << idx[t] for t in range(d))
             out.setdefault(k, idx)
@@ -233,7 +246,8 @@ def _dyadic(x: float, bits: int) -> fmpq:
 
 
 def _affine(W: np.ndarray, b: np.ndarray, bits: int, kind: str) -> Affine[fmpq]:
-    scale = 2.0 ** -math.floor(math.log2(max(float(np.abs(np.c_[W, b]).max()), 1e-300)))
+    _, e = math.frexp(max(float(np.abs(np.c_[W, b]).max()), 1e-300))  # exact, unlike log2
+    scale = 2.0 ** (1 - e)
     return Affine(
         tuple(tuple(_dyadic(w * scale, bits) for w in row) for row in W),
         tuple(_dyadic(v * scale, bits) for v in b),
@@ -251,32 +265,31 @@ def _forward(layers: Sequence[Affine[fmpq]], X: np.ndarray) -> np.ndarray:
     for layer in layers:
         W = np.array([[float(w) for w in row] for row in layer.W])
         b = np.array([float(v) for v in layer.b])
-        H = _ln(H @ W.T + b)
+        H = _ln(matmul(H, W.T) + b)
     return H
 
 
 def _angles(H: np.ndarray) -> np.ndarray:
     """Angles of layer outputs in the plane orthogonal to ``(1, 1, 1)`` (basis ``u, v``)."""
-    G = H @ (B / np.linalg.norm(B, axis=0))
-    return np.arctan2(G[:, 1], G[:, 0])
+    G = matmul(H, E)
+    return elementary.atan2(G[:, 1], G[:, 0])
 
 
 def _on_circle(theta: float) -> np.ndarray:
     """The point of angle ``theta`` on the circle of radius ``sqrt(3)`` (layer outputs)."""
-    E = B / np.linalg.norm(B, axis=0)
-    return math.sqrt(3) * (E @ np.array([math.cos(theta), math.sin(theta)]))
+    return math.sqrt(3) * matmul(E, elementary.direction(theta))
 
 
 def _runs(theta: np.ndarray, lab: np.ndarray) -> list[float]:
     """The middles of the cyclic gaps between neighbours of different labels, in angle order,
     starting with a gap into label 1."""
-    order = np.argsort(theta)
+    order = np.argsort(theta, kind="stable")
     t, lb = theta[order], lab[order]
     cuts = []
     for k in range(len(t)):
         k2 = (k + 1) % len(t)
         if lb[k] != lb[k2]:
-            hi = t[k2] + (2 * math.pi if k2 == 0 else 0.0)
+            hi = t[k2] + (elementary.TWO_PI if k2 == 0 else 0.0)
             cuts.append(((t[k] + hi) / 2, int(lb[k2])))
     while cuts and cuts[0][1] != 1:
         cuts = cuts[1:] + cuts[:1]
@@ -290,16 +303,16 @@ def _chord(H: np.ndarray, lab: np.ndarray, bits: int) -> Affine[fmpq]:
         row, r = np.zeros(3), (1.0 if lab[0] == 1 else -1.0)
     else:
         theta = _angles(H)
-        order = np.argsort(theta)
+        order = np.argsort(theta, kind="stable")
         t, lb = theta[order], lab[order]
         start = int(np.flatnonzero(lb != np.roll(lb, 1))[0])  # first point of a run
-        t = np.r_[t[start:], t[:start] + 2 * math.pi]
+        t = np.r_[t[start:], t[:start] + elementary.TWO_PI]
         lb = np.r_[lb[start:], lb[:start]]
         cut = int(np.flatnonzero(lb != lb[0])[0])  # the second run starts here
         runs = [(t[0], t[cut - 1], int(lb[0])), (t[cut], t[-1], int(lb[cut]))]
         lo, hi, inner = min(runs, key=lambda run: run[1] - run[0])
         n = _on_circle((lo + hi) / 2) / 3
-        vals = H @ n
+        vals = matmul(H, n)
         inside, outside = vals[lab == inner].min(), vals[lab != inner].max()
         sign = 1.0 if inner == 1 else -1.0
         row, r = sign * n, -sign * (inside + outside) / 2
@@ -315,7 +328,7 @@ def _fold(H: np.ndarray, lab: np.ndarray, bits: int) -> Affine[fmpq] | None:
     cuts = _runs(_angles(H), lab)
     if len(cuts) != 4:
         return None
-    pts = [np.array([math.cos(c), math.sin(c)]) for c in cuts]  # on the unit circle
+    pts = list(elementary.direction(np.array(cuts)))  # on the unit circle
     best = None
     for a, b, c, d in ((1, 2, 3, 0), (0, 1, 2, 3)):  # chords across label 0, or across label 1
         r, s = pts[b] - pts[a], pts[d] - pts[c]
@@ -325,20 +338,19 @@ def _fold(H: np.ndarray, lab: np.ndarray, bits: int) -> Affine[fmpq] | None:
         q = pts[c] - pts[a]
         t = (q[0] * s[1] - q[1] * s[0]) / det
         Q = pts[a] + t * r
-        dist = float(np.linalg.norm(Q))
+        dist = norm(Q)
         if dist > 1 + 1e-9:
-            key = abs(math.log(math.log(dist)))
+            key = abs(elementary.log(elementary.log(dist)))
             if best is None or key < best[0]:
                 best = (key, Q)
     if best is None:
         return None
-    E = B / np.linalg.norm(B, axis=0)
     Q = best[1]
     # stretch across Q, so that the image of the circle (an arc of half-width
     # asin(1 / |Q|)) spreads over about a right angle: the chord then cuts it well
-    perp = E @ (np.array([-Q[1], Q[0]]) / np.linalg.norm(Q))
-    W = np.eye(3) + (float(np.linalg.norm(Q)) - 1) * np.outer(perp, perp)
-    return _affine(W, -W @ (math.sqrt(3) * (E @ Q)), bits, "fold")
+    perp = matmul(E, np.array([-Q[1], Q[0]]) / norm(Q))
+    W = np.eye(3) + (norm(Q) - 1) * np.outer(perp, perp)
+    return _affine(W, -matmul(W, math.sqrt(3) * matmul(E, Q)), bits, "fold")
 
 
 def sector_net(points: PointSet, depth: int, classes: Sequence[object] = (0, 1)) -> LNNet[fmpq]:
@@ -359,8 +371,8 @@ def sector_net(points: PointSet, depth: int, classes: Sequence[object] = (0, 1))
         raise InputError(f"no apex around which the labels change at most {most} times")
     for bits in BITS:
         a = np.array([float(_dyadic(v, bits)) for v in p.apex])
-        W1 = B @ p.rho
-        layers = [_affine(W1, -B @ a, bits, "apex")]
+        W1 = matmul(B, p.rho)
+        layers = [_affine(W1, -matmul(B, a), bits, "apex")]
         H = _forward(layers, Y)
         if p.changes > 2:
             fold = _fold(H, y, bits)

@@ -16,8 +16,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...reproducible import matmul, torch_one_thread
-from .candidates import _first_layer, _fold_layer_candidates, _spread
+from ... import adam
+from ...reproducible import matmul
+from .candidates import _first_layer, _fold_layer_candidates, _spread, seen_from
 from .handoff import finish
 from .precise import Tracker
 from .readouts import arcs_lp, most_arcs
@@ -31,7 +32,7 @@ from .state import (
     _floats,
     _rank,
     _scaled,
-    _score_orders,
+    _score_angles,
     plane,
 )
 
@@ -54,11 +55,9 @@ def _children(
     loose = {} if tracker is None else {"gap_min": 0.0}
     pre = {} if tracker is None else {"cost": tracker.pre_cost}
     for b, _, q in _fold_layer_candidates(P, y, rng, candidates, keep, **loose, **pre):
-        base = math.atan2(-q[1], -q[0])
-        a = np.arctan2(P[:, 1] - q[1], P[:, 0] - q[0])
-        rel = (a - base + math.pi) % (2 * math.pi) - math.pi
-        M, _ = _spread(rel, y, **loose)
-        c, s_ = math.cos(base), math.sin(base)
+        u, v = seen_from(P, q[None, :])
+        M, _ = _spread(u[0], v[0], y, **loose)
+        c, s_ = -q / math.sqrt(q[0] * q[0] + q[1] * q[1])  # the unit vector towards the centre
         Mq = matmul(M, np.array([[c, s_], [-s_, c]]))  # rotate -q to angle 0, then spread
         s = _scaled(matmul(P - q, Mq.T), eps)
         # h = sqrt(3) E x, so x = E^T h / sqrt(3):  P (W h + c) = s E Mq (x - q)
@@ -71,9 +70,9 @@ def _children(
                 out.append(child)
             continue
         H, theta, err = _carry(st.H, *_floats(layer), eps, st.err)
-        bb, gg, _ = _score_orders(theta[None, :], y, cyclic=True, err=err)
-        if gg[0] >= GAP_MIN:
-            out.append(State(H, [*st.layers, layer], int(bb[0]), float(gg[0]), err=err))
+        bb, gg = _score_angles(theta, y, err)
+        if gg >= GAP_MIN:
+            out.append(State(H, [*st.layers, layer], bb, gg, err=err))
     return out
 
 
@@ -102,8 +101,8 @@ def search(
     ``X``: the points as float64 (``m x d``), ``y`` labels ``0 .. k-1``, each
     present.  Deterministic for ``seed``.  The returned state has the layers
     (exact dyadic weights) and the float64 outputs ``H`` of the last one.  With
-    ``warm`` (and PyTorch installed, data in ``R^d``, ``d > 1``) the first layers of
-    small nets trained by Adam compete as starting states (``_trained_starts``).
+    ``warm`` (and data in ``R^d``, ``d > 1``) the first layers of small nets trained by
+    Adam (:mod:`lncapacity.adam`) compete as starting states (``_trained_starts``).
     States are ranked by boundaries plus :data:`~.state.LAMBDA` per halving of the label gap
     below :data:`~.state.COMFORT` (what float arithmetic must keep resolving).
 
@@ -208,6 +207,8 @@ times ``max_depth`` (it would not beat ``runs``: the time is better spent there)
 TRAIN_DEPTHS = (1, 2)
 """Depths of the nets trained by Adam as warm starts."""
 TRAIN_STEPS = 1500
+TRAIN_STREAM = 1
+"""The warm starts' random stream: ``numpy.random.default_rng((seed, TRAIN_STREAM))``."""
 
 
 def past(deadline: float | None) -> bool:
@@ -228,71 +229,49 @@ def _trained_starts(
     Real data has structure a 2-D angle can see at once (a depth-2 LN-Net trained
     for seconds gets about 99% of digits even/odd right): its layers, taken as
     the exact dyadic rationals their float64 weights are, leave few label
-    boundaries for the folds to remove.  Empty without PyTorch.
+    boundaries for the folds to remove.  Trained by :mod:`lncapacity.adam` (NumPy, the
+    same weights on every processor).
     """
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is an optional dependency
-        return []
     mu = X.mean(axis=0)
     sd = float(np.abs(X - mu).max()) or 1.0
+    Xs = (X - mu) / sd
+    k = int(y.max()) + 1
+    loss = adam.Loss(sign=np.where(y == 1, 1.0, -1.0)) if k == 2 else adam.Loss(target=y)
+    rng = np.random.default_rng((seed, TRAIN_STREAM))
+
+    def out_of_time(step: int, _: np.ndarray) -> bool:  # then the start as trained so far
+        return step % 100 == 0 and past(deadline)
+
     out = []
-    with torch_one_thread(torch):
-        Xs = torch.tensor((X - mu) / sd, dtype=torch.float64)
-        k = int(y.max()) + 1
-        sign = torch.tensor(np.where(y == 1, 1.0, -1.0), dtype=torch.float64)
-        target = torch.tensor(y, dtype=torch.long)
-        gen = torch.Generator().manual_seed(seed)
-        for depth in TRAIN_DEPTHS:
-            if depth > max_depth or past(deadline):
-                continue
-            params, fan_in = [], X.shape[1]
-            for _ in range(depth):
-                params += [
-                    torch.randn(3, fan_in, generator=gen, dtype=torch.float64) / fan_in**0.5,
-                    torch.randn(3, generator=gen, dtype=torch.float64) * 0.1,
-                ]
-                fan_in = 3
-            if k == 2:  # one score, logistic loss
-                params.append(torch.randn(3, generator=gen, dtype=torch.float64))
-                params.append(torch.zeros(1, dtype=torch.float64))
-            else:  # k scores, cross-entropy
-                params.append(torch.randn(3, k, generator=gen, dtype=torch.float64))
-                params.append(torch.zeros(k, dtype=torch.float64))
-            for p in params:
-                p.requires_grad_(True)
-            opt = torch.optim.Adam(params, lr=0.05)
-            for step in range(TRAIN_STEPS):
-                if step % 100 == 0 and past(deadline):
-                    break  # out of time: this start as trained so far
-                opt.zero_grad()
-                h = Xs
-                for i in range(depth):
-                    h = torch.nn.functional.layer_norm(
-                        h @ params[2 * i].T + params[2 * i + 1], (3,), eps=eps
-                    )
-                if k == 2:
-                    score = h @ params[-2] + params[-1][0]
-                    torch.nn.functional.softplus(-4 * sign * score).mean().backward()
-                else:
-                    logits = 4 * (h @ params[-2] + params[-1])
-                    torch.nn.functional.cross_entropy(logits, target).backward()
-                opt.step()
-            layers, H, err = [], X, None
-            for i in range(depth):
-                W = params[2 * i].detach().numpy().copy()
-                b = params[2 * i + 1].detach().numpy().copy()
-                if i == 0:  # undo the standardisation: W (x - mu) / sd + b
-                    W, b = W / sd, b - matmul(W, mu) / sd
-                G = matmul(matmul(H, W.T) + b, E)
-                s = _scaled(G, eps)
-                layer = _affine(s * W, s * b, {"kind": "trained"})
-                H, theta, err = _carry(H, *_floats(layer), eps, err)
-                layers.append(layer)
-            bb, gg, _ = _score_orders(theta[None, :], y, cyclic=True, err=err)
-            for layer in layers:
-                layer.meta["boundaries"] = int(bb[0])  # type: ignore[index]
-            out.append(State(H, layers, int(bb[0]), float(gg[0]), err=err))
+    for depth in TRAIN_DEPTHS:
+        if depth > max_depth or past(deadline):
+            continue
+        params, fan_in = [], X.shape[1]
+        for _ in range(depth):
+            params += [
+                rng.standard_normal((3, fan_in)) / math.sqrt(fan_in),
+                rng.standard_normal(3) * 0.1,
+            ]
+            fan_in = 3
+        if k == 2:  # one score, logistic loss
+            params += [rng.standard_normal(3), np.zeros(1)]
+        else:  # k scores, cross-entropy
+            params += [rng.standard_normal((3, k)), np.zeros(k)]
+        params, _ = adam.train(params, Xs, eps, loss, TRAIN_STEPS, stop=out_of_time)
+        layers, H, err = [], X, None
+        for i in range(depth):
+            W, b = params[2 * i], params[2 * i + 1]
+            if i == 0:  # undo the standardisation: W (x - mu) / sd + b
+                W, b = W / sd, b - matmul(W, mu) / sd
+            G = matmul(matmul(H, W.T) + b, E)
+            s = _scaled(G, eps)
+            layer = _affine(s * W, s * b, {"kind": "trained"})
+            H, theta, err = _carry(H, *_floats(layer), eps, err)
+            layers.append(layer)
+        bb, gg = _score_angles(theta, y, err)
+        for layer in layers:
+            layer.meta["boundaries"] = bb  # type: ignore[index]
+        out.append(State(H, layers, bb, gg, err=err))
     return out
 
 
@@ -314,4 +293,4 @@ def _estimate(b: int) -> int:
     """A low guess of the layers still to go from ``b + k - 2`` boundaries, the progress line's
     first: each layer at most doubles the break points (proofs/circle_maps.md §3.1), a pace
     the search's few boundaries a layer seldom approaches."""
-    return max(0, math.ceil(math.log2(b + 2)) - 2)
+    return max(0, (b + 1).bit_length() - 2)  # ceil(log2(b + 2)) - 2, for b >= -1

@@ -14,8 +14,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ...elementary import atan, atan2, cos, direction, log, tan
 from ...reproducible import gram, matmul, norm, orthonormal_columns, solve, top_eigenvectors
-from .state import GAP_MIN, _cost, _score_orders
+from .state import GAP_MIN, _cost, _score_directions, _score_slopes
 
 
 def _first_candidates(X: np.ndarray, y: np.ndarray, rng: np.random.Generator, count: int):
@@ -56,11 +57,11 @@ def _first_layer(
     beam: int,
     centres: int,
     gap_min: float = GAP_MIN,
-    cost: Callable[[int, float], float] = _cost,
+    cost: Callable[[np.ndarray, np.ndarray], np.ndarray] = _cost,
 ) -> list[tuple[int, float, np.ndarray, np.ndarray]]:
     """Candidate first layers ``(B, gap, Q, q)``: angle of ``X Q - q`` around ``q`` (label
     gaps at least ``gap_min``, ranked by ``cost``, as in ``_fold_layer_candidates``)."""
-    out = []
+    out: list[tuple[float, tuple[int, float, np.ndarray, np.ndarray]]] = []
     d = X.shape[1]
     for Q in _first_candidates(X, y, rng, 1 if d == 1 else 12):
         Z = matmul(X, Q)
@@ -75,29 +76,30 @@ def _first_layer(
             ang = rng.random(centres // 2) * 2 * math.pi
             far = (
                 mid
-                + np.c_[np.cos(ang), np.sin(ang)]
+                + direction(ang)
                 * span
                 * rng.choice([0.75, 1.5, 4.0, 64.0], size=centres // 2)[:, None]
             )
             qs = np.r_[inner, far]
         radius = 0.1 * span
         for _ in range(REFINE + 1):
-            rel = np.arctan2(Z[None, :, 1] - qs[:, None, 1], Z[None, :, 0] - qs[:, None, 0])
-            b, gap, _ = _score_orders(rel, y, cyclic=True)
-            found = [
-                (int(b[k]), float(gap[k]), Q, qs[k]) for k in range(len(qs)) if gap[k] >= gap_min
+            u = Z[None, :, 0] - qs[:, None, 0]
+            v = Z[None, :, 1] - qs[:, None, 1]
+            b, gap = _score_directions(u, v, y)
+            ok = np.flatnonzero(gap >= gap_min)
+            costs = cost(b[ok], gap[ok])
+            out += [
+                (c, (int(b[k]), float(gap[k]), Q, qs[k])) for c, k in zip(costs, ok, strict=True)
             ]
-            out += found
-            if d == 1 or not found:
+            if d == 1 or not len(ok):
                 break
             # refine: centres around the best ones so far, closer each round
-            found.sort(key=lambda c: cost(c[0], c[1]))
-            best = np.array([c[3] for c in found[:4]])
+            best = qs[ok[np.argsort(costs, kind="stable")[:4]]]
             qs = np.repeat(best, centres // 8, axis=0)
             qs = qs + rng.standard_normal(qs.shape) * radius
             radius /= 2
-    out.sort(key=lambda c: cost(c[0], c[1]))
-    return out[:beam]
+    out.sort(key=lambda c: c[0])
+    return [c for _, c in out[:beam]]
 
 
 def _fold_poles(theta: np.ndarray, y: np.ndarray, rng: np.random.Generator, count: int):
@@ -106,7 +108,7 @@ def _fold_poles(theta: np.ndarray, y: np.ndarray, rng: np.random.Generator, coun
     The tangents from ``q`` touch the circle at ``t1, t2``; then
     ``q = e((t1 + t2) / 2) / cos((t2 - t1) / 2)`` (proofs/circle_maps.md).
     """
-    srt = np.sort(theta)
+    srt = np.sort(theta, kind="stable")
     nxt = np.r_[srt[1:], srt[0] + 2 * math.pi]
     order = np.argsort(theta, kind="stable")
     lab = y[order]
@@ -127,11 +129,11 @@ def _fold_poles(theta: np.ndarray, y: np.ndarray, rng: np.random.Generator, coun
     t1 = srt[i] + f1 * (nxt[i] - srt[i])
     t2 = srt[j] + f2 * (nxt[j] - srt[j])
     half = (t2 - t1) / 2
-    c = np.cos(half)
+    c = cos(half)
     keep = np.abs(c) > 1e-9
     t1, t2, c = t1[keep], t2[keep], c[keep]
     mid = (t1 + t2) / 2
-    return np.c_[np.cos(mid), np.sin(mid)] / c[:, None]
+    return direction(mid) / c[:, None]
 
 
 def _aligning_poles(theta: np.ndarray, y: np.ndarray, rng: np.random.Generator, count: int):
@@ -143,7 +145,7 @@ def _aligning_poles(theta: np.ndarray, y: np.ndarray, rng: np.random.Generator, 
     (proofs/circle_maps.md).  Swapping two boundary gaps merges their
     boundaries: this is how a layer removes them.
     """
-    srt = np.sort(theta)
+    srt = np.sort(theta, kind="stable")
     m = len(srt)
     nxt = np.r_[srt[1:], srt[0] + 2 * math.pi]
     lab = y[np.argsort(theta, kind="stable")]
@@ -165,7 +167,7 @@ def _aligning_poles(theta: np.ndarray, y: np.ndarray, rng: np.random.Generator, 
         c = np.where(outer, g[:, 1], g[:, 2])
         d = np.where(outer, g[:, 2], g[:, 3])
     rot = rng.random(count) * 2 * math.pi  # keep the half-angle tangents finite
-    sa, sb, sc, sd = (np.tan((v - rot) / 2) for v in (a, b, c, d))
+    sa, sb, sc, sd = (tan((v - rot) / 2) for v in (a, b, c, d))
     # g(s) = (al s + be) / (ga s - al): al (s1 + s2) + be - ga s1 s2 = 0 for both pairs
     u = np.c_[sa + sb, np.ones(count), -sa * sb]
     v = np.c_[sc + sd, np.ones(count), -sc * sd]
@@ -175,13 +177,13 @@ def _aligning_poles(theta: np.ndarray, y: np.ndarray, rng: np.random.Generator, 
     r = np.sqrt(np.where(ok, disc, 0.0))
     s1 = (al + r) / np.where(ok, ga, 1.0)
     s2 = (al - r) / np.where(ok, ga, 1.0)
-    t1 = 2 * np.arctan(s1) + rot
-    t2 = 2 * np.arctan(s2) + rot
+    t1 = 2 * atan(s1) + rot
+    t2 = 2 * atan(s2) + rot
     half = (t2 - t1) / 2
-    cs = np.cos(half)
+    cs = cos(half)
     ok &= np.abs(cs) > 1e-9
     mid = (t1 + t2) / 2
-    q = np.c_[np.cos(mid), np.sin(mid)] / np.where(ok, cs, 1.0)[:, None]
+    q = direction(mid) / np.where(ok, cs, 1.0)[:, None]
     return q[ok]
 
 
@@ -219,30 +221,43 @@ def _fold_layer_candidates(
     count: int,
     keep: int,
     gap_min: float = GAP_MIN,
-    cost: Callable[[int, float], float] = _cost,
+    cost: Callable[[np.ndarray, np.ndarray], np.ndarray] = _cost,
 ) -> list[tuple[int, float, np.ndarray]]:
     """The ``keep`` best poles ``(B, gap, q)`` for points ``P`` near the unit circle
     (label gaps at least ``gap_min``, ranked by ``cost``; ``objective="depth"`` passes
     its own, :mod:`.precise`)."""
-    theta = np.arctan2(P[:, 1], P[:, 0])
+    theta = atan2(P[:, 1], P[:, 0])
     qs = np.r_[_fold_poles(theta, y, rng, count // 2), _aligning_poles(theta, y, rng, count)]
-    out = []
-    for s in range(0, len(qs), 256):
-        qq = qs[s : s + 256]
-        b, gap, _ = _score_orders(seen_from(P, qq), y, cyclic=False)
-        for k in np.flatnonzero(gap >= gap_min):
-            out.append((int(b[k]), float(gap[k]), qq[k]))
-    out.sort(key=lambda c: cost(c[0], c[1]))
-    return out[:keep]
+    bs, gaps, poles = [], [], []
+    batch = max(256, BATCH // max(len(P), 1))
+    for s in range(0, len(qs), batch):
+        qq = qs[s : s + batch]
+        b, gap = _score_slopes(*seen_from(P, qq), y)
+        ok = gap >= gap_min
+        bs.append(b[ok])
+        gaps.append(gap[ok])
+        poles.append(qq[ok])
+    if not poles:
+        return []
+    b, gap, q = np.concatenate(bs), np.concatenate(gaps), np.concatenate(poles)
+    best = np.argsort(cost(b, gap), kind="stable")[:keep]
+    return [(int(b[k]), float(gap[k]), q[k]) for k in best]
 
 
-def seen_from(P: np.ndarray, qq: np.ndarray) -> np.ndarray:
-    """The angles of the points ``P`` (``m x 2``) seen from each pole of ``qq`` (``K x 2``),
-    relative to the direction from the pole to the centre, in ``[-pi, pi)`` (``K x m``): the
-    directions a fold layer reads (proofs/circle_maps.md §1)."""
-    base = np.arctan2(-qq[:, 1], -qq[:, 0])[:, None]
-    a = np.arctan2(P[None, :, 1] - qq[:, None, 1], P[None, :, 0] - qq[:, None, 0])
-    return (a - base + math.pi) % (2 * math.pi) - math.pi
+def seen_from(P: np.ndarray, qq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The directions of the points ``P`` (``m x 2``) seen from each pole of ``qq`` (``K x 2``)
+    in the frame whose first axis points from the pole to the centre (``K x m`` each, both
+    scaled by ``|q|``): the directions a fold layer reads (proofs/circle_maps.md §1), a
+    cone in front of the pole (the first coordinate positive) for a pole off the circle."""
+    du = P[None, :, 0] - qq[:, None, 0]
+    dv = P[None, :, 1] - qq[:, None, 1]
+    a, b = -qq[:, 0, None], -qq[:, 1, None]  # the axis, -q
+    u = a * du
+    u += b * dv
+    dv *= a
+    du *= b
+    dv -= du
+    return u, dv  # (a du + b dv, a dv - b du)
 
 
 def _moebius(t: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -269,50 +284,66 @@ def _moebius(t: np.ndarray, s: np.ndarray) -> np.ndarray:
 
 TARGET = 0.45 * math.pi
 """The image of the outermost points: the cone of directions becomes ``(-TARGET, TARGET)``."""
+_TARGET_SLOPES = tan(np.array([-TARGET, 0.0, TARGET]))
 REFINE = 6
 """Rounds of local refinement of the first layer's centre."""
+BATCH = 1 << 16
+"""Poles times points scored at once by ``_fold_layer_candidates`` (at least 256 poles)."""
 PIVOTS = (0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.9)
 """Rank fractions of the point sent to direction 0 by the spreading map."""
 
 
-def _spread(rel: np.ndarray, y: np.ndarray, gap_min: float = GAP_MIN) -> tuple[np.ndarray, float]:
-    """``M`` (2 x 2, acting on directions at angles ``rel`` in ``(-pi/2, pi/2)``) spreading them.
+def _spread(
+    u: np.ndarray, v: np.ndarray, y: np.ndarray, gap_min: float = GAP_MIN
+) -> tuple[np.ndarray, float]:
+    """``M`` (2 x 2, acting on the directions ``(u, v)`` of a cone ``u > 0``, as
+    :func:`seen_from` gives them) spreading them.
 
     A projective map of the directions sends the two outermost points to
     ``-+TARGET`` and the point of rank fraction ``f`` (from :data:`PIVOTS`) to
     0; the ``f`` giving the largest smallest label gap wins (``_evenness``, with
-    ``gap_min``).
+    ``gap_min``; the first of equals).  It acts on the slopes ``v / u`` (:func:`_moebius`).
     """
-    srt = np.sort(rel)
-    t = np.tan(srt)
-    best = (-math.inf, np.eye(2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.sort(v / u, kind="stable")  # stable: -0.0 and 0.0 in one order everywhere
+    Ms = []
     for f in PIVOTS:
         k = min(max(round(f * (len(t) - 1)), 1), len(t) - 2) if len(t) > 2 else 0
         src = np.array([t[0], t[k], t[-1]])
-        if not (src[0] < src[1] < src[2]):
-            continue
-        M = _moebius(src, np.tan(np.array([-TARGET, 0.0, TARGET])))
-        V = matmul(np.c_[np.cos(rel), np.sin(rel)], M.T)
-        if np.median(V[:, 0]) < 0:
-            M, V = -M, -V
-        new = np.arctan2(V[:, 1], V[:, 0])
-        score = _evenness(new, y, gap_min)
-        if score > best[0]:
-            best = (score, M)
-    return best[1], best[0]
+        if src[0] < src[1] < src[2]:
+            Ms.append(_moebius(src, _TARGET_SLOPES))
+    if not Ms:
+        return np.eye(2), -math.inf  # no spreading map: the directions as they are
+    M = np.array(Ms)  # every pivot's map at once: n x 2 x 2
+    # M (u, v) summed as matmul sums, left to right
+    V0 = u[None, :] * M[:, 0, 0, None] + v[None, :] * M[:, 0, 1, None]
+    V1 = u[None, :] * M[:, 1, 0, None] + v[None, :] * M[:, 1, 1, None]
+    flip = np.median(V0, axis=1) < 0
+    M[flip] = -M[flip]
+    sign = np.where(flip, -1.0, 1.0)[:, None]
+    score = _evenness(atan2(sign * V1, sign * V0), y, gap_min)
+    score = np.where(np.isnan(score), -math.inf, score)
+    best = int(np.argmax(score))  # the first of equals
+    if not score[best] > -math.inf:
+        return np.eye(2), -math.inf
+    return M[best], float(score[best])
 
 
-def _evenness(theta: np.ndarray, y: np.ndarray, gap_min: float = GAP_MIN) -> float:
-    """Mean log angle between neighbours of different labels (``-inf`` below ``gap_min``,
-    default :data:`~.state.GAP_MIN`; angles closer than :data:`TIE` count as that)."""
-    srt_i = np.argsort(theta, kind="stable")
-    srt, lab = theta[srt_i], y[srt_i]
-    d = np.diff(srt)[lab[1:] != lab[:-1]]
-    if d.size == 0:
-        return 0.0
-    if d.min() < gap_min:
-        return -math.inf
-    return float(np.log(np.maximum(d, TIE)).mean())
+def _evenness(theta: np.ndarray, y: np.ndarray, gap_min: float = GAP_MIN) -> np.ndarray:
+    """Per row of angles ``theta`` (``n x m``), the mean log angle between neighbours of
+    different labels (not around the circle; ``-inf`` below ``gap_min``, default
+    :data:`~.state.GAP_MIN`; angles closer than :data:`TIE` count as that; 0 with one
+    label), with :func:`~lncapacity.elementary.log`."""
+    order = np.argsort(theta, axis=1, kind="stable")
+    d = np.diff(np.take_along_axis(theta, order, axis=1), axis=1)
+    lab = y[order]
+    change = lab[:, 1:] != lab[:, :-1]
+    count = change.sum(axis=1)
+    logs = np.where(change, log(np.maximum(d, TIE)), 0.0).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        score = np.where(count > 0, logs / count, 0.0)
+    low = np.where(change, d, np.inf).min(axis=1) < gap_min
+    return np.where(low, -math.inf, score)
 
 
 TIE = 2.0**-64

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from flint import fmpq
 
+from ...elementary import atan2, sincos
 from ...model import Affine
 from ...reproducible import matmul
 from .state import SQRT3, E, State, plane
@@ -49,14 +50,16 @@ def handoff_read(H: np.ndarray) -> np.ndarray | None:
     empty gap); None if that arc is wider than :data:`HANDOFF_ARC` (then no read
     is monotone on it: a linear read of the circle folds it).
     """
-    theta = np.sort(np.arctan2(*plane(H).T[::-1]))
+    p = plane(H)
+    theta = np.sort(atan2(p[:, 1], p[:, 0]), kind="stable")
     gaps = np.diff(np.r_[theta, theta[0] + 2 * math.pi])
     i = int(np.argmax(gaps))
     arc = 2 * math.pi - float(gaps[i])
     if arc > HANDOFF_ARC:
         return None
     mu = float(theta[(i + 1) % len(theta)]) + arc / 2
-    return matmul(E, np.array([-math.sin(mu), math.cos(mu)])) / SQRT3
+    s, c = sincos(mu)
+    return matmul(E, np.array([-s, c])) / SQRT3
 
 
 def finish(st: State, y: np.ndarray) -> float:

@@ -32,6 +32,7 @@ import numpy as np
 from flint import arb, fmpq
 
 from ...arith import arb_to_fmpq, precision
+from ...elementary import log2
 from ...model import Affine, layer_norm
 from .state import State, boundaries_cyclic
 
@@ -63,16 +64,19 @@ against 0.085 at ``m = 200`` with 3000; with 3000 at ``m = 1000``, 0.135, and at
 instead of 0.124: docs/tables/depth_frontier.md)."""
 
 
-def cost(boundaries: int, gap: float) -> float:
+def cost(boundaries: Any, gap: Any) -> Any:
     """Boundaries, plus :data:`LAMBDA` per halving of the label gap below :data:`COMFORT`
-    (the gap floored at :data:`GAP_FLOOR`, so a tie costs a finite amount)."""
-    return boundaries + LAMBDA * max(0.0, math.log2(COMFORT / max(gap, GAP_FLOOR)))
+    (the gap floored at :data:`GAP_FLOOR`, so a tie costs a finite amount; numbers or arrays,
+    :func:`~lncapacity.elementary.log2`)."""
+    halvings = np.maximum(0.0, log2(COMFORT / np.maximum(gap, GAP_FLOOR)))
+    out = boundaries + LAMBDA * halvings
+    return float(out) if np.ndim(out) == 0 else out
 
 
-def pre_cost(boundaries: int, gap: float) -> float:
+def pre_cost(boundaries: Any, gap: Any) -> Any:
     """:func:`cost` of a float64 gap measured on rounded midpoints (floored at
     :data:`PRE_FLOOR`)."""
-    return cost(boundaries, max(gap, PRE_FLOOR))
+    return cost(boundaries, np.maximum(gap, PRE_FLOOR))
 
 
 def rank(st: State) -> float:
@@ -197,7 +201,7 @@ class Tracker:
         the radius by less than about ``2^-24`` of the label gap (the angles do not change;
         the readout's scores do with the radius, by up to ``2^-40`` after ``state._scaled``,
         which would swamp smaller gaps).  None when no scaling is needed (or the gap is lost)."""
-        j = math.ceil((-16 - math.log2(st.gap)) / 2) if st.gap > 0 else 0
+        j = math.ceil((-16 - log2(st.gap)) / 2) if st.gap > 0 else 0
         if j <= 0:
             return None
         last = st.layers[-1]

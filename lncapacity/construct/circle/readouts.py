@@ -13,6 +13,7 @@ import math
 import numpy as np
 from flint import fmpq
 
+from ...elementary import atan2, cos, direction
 from ...model import Affine
 from ...reproducible import matmul
 from .state import SAFETY, SQRT3, E, _affine, _floats, plane
@@ -28,7 +29,7 @@ def _arc_ends(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     """For the points ``p`` of the plane (:func:`.state.plane`): their angles sorted, their
     labels in that order, and the indices ``i`` with a label change from sorted point ``i``
     to ``i + 1`` (cyclically): the arcs' ends."""
-    theta = np.arctan2(*p.T[::-1])
+    theta = atan2(p[:, 1], p[:, 0])
     order = np.argsort(theta, kind="stable")
     lab = y[order]
     return theta[order], lab, np.flatnonzero(lab != np.roll(lab, -1))
@@ -71,8 +72,8 @@ def polygon(H: np.ndarray, y: np.ndarray) -> Affine[fmpq] | None:
             hi += 2 * math.pi
         c = int(lab[(ch[j] + 1) % len(lab)])  # the label of the arc after cut j
         mid, half = (lo + hi) / 2, (hi - lo) / 2
-        W[c] = matmul(E, np.array([math.cos(mid), math.sin(mid)])) / SQRT3
-        b[c] = -math.cos(half)
+        W[c] = matmul(E, direction(mid)) / SQRT3
+        b[c] = -cos(half)
     layer = _affine(W, b, {"kind": "arcs", "cuts": [float(g) for g in cuts]})
     Wf, bf = _floats(layer)
     if not (np.argmax(matmul(H, Wf.T) + bf, axis=1) == y).all():
@@ -99,7 +100,7 @@ def chord(H: np.ndarray, y: np.ndarray) -> Affine[fmpq] | None:
     if beta < alpha:
         beta += 2 * math.pi
     mid = (alpha + beta) / 2
-    a = matmul(E, np.array([math.cos(mid), math.sin(mid)]))
+    a = matmul(E, direction(mid))
     sc = matmul(H, a)
     lo, hi = float(sc[y == 0].max()), float(sc[y == 1].min())
     if not lo < hi:
