@@ -272,8 +272,7 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
         if a["norm"] not in NORMALISERS:
             raise fail(
                 f"{where}.norm",
-                f"unknown normaliser {shown(json.dumps(a['norm']))} (choose from "
-                f"{', '.join(NORMALISERS)})",
+                f"unknown normaliser {shown(a['norm'])} (choose from {', '.join(NORMALISERS)})",
             )
         return a["norm"] == "rms"
 

@@ -9,7 +9,9 @@ point, with every weight rounded to the backend's precision:
   :func:`to_torch` gives it (``torch.nn.Linear`` for each affine map,
   ``torch.nn.LayerNorm(n_l, eps)`` for each LayerNorm, with the layer's gain
   and bias if it has them; ``torch.nn.GroupNorm(g, n_l, eps)`` for an LN-G layer
-  of ``g`` groups, which on ``(batch, n_l)`` inputs is exactly LN-G), available
+  of ``g`` groups, which on ``(batch, n_l)`` inputs is exactly LN-G;
+  ``torch.nn.RMSNorm(n_l, eps)`` for an RMSNorm layer, and
+  :class:`lncapacity.parallel_norm.ParallelLN` for one in groups or with a bias), available
   when ``import torch`` works.
 
 Overflow or NaN in a forward pass makes the affected points wrong (a NaN or
@@ -115,23 +117,24 @@ def affine_arrays(a: Affine[Any], dt: type = np.float64) -> tuple[np.ndarray, np
     return W.reshape(a.shape), _vector(a.b, dt)
 
 
-Layer = tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, int]
-"""A layer's ``(W, b, gain, bias, groups)`` in floats (:func:`layer_arrays`)."""
+Layer = tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, int, bool]
+"""A layer's ``(W, b, gain, bias, groups, centre)`` in floats (:func:`layer_arrays`)."""
 
 
 def layer_arrays(net: LNNet[Any], i: int, dt: type = np.float64) -> Layer:
     """Layer ``i``'s (0-based) weights and bias, its LayerNorm's gain and bias (None
-    where absent), in ``dt``, and its number of groups (1: LayerNorm)."""
+    where absent), in ``dt``, its number of groups (1: LayerNorm) and whether it centres
+    (False: RMSNorm)."""
     norm = net.norm(i)
     gain, bias = (None if v is None else _vector(v, dt) for v in (norm.gain, norm.bias))
-    return (*affine_arrays(net.layers[i], dt), gain, bias, norm.groups)
+    return (*affine_arrays(net.layers[i], dt), gain, bias, norm.groups, not norm.rms)
 
 
 def run_layer(h: np.ndarray, layer: Layer, eps: Any) -> np.ndarray:
-    """One layer as the NumPy backends run it: ``LN(W h + b)`` (in groups for LN-G), then
-    the gain and the bias."""
-    W, b, gain, bias, groups = layer
-    h = layer_norm(product(h, W) + b, eps, groups)
+    """One layer as the NumPy backends run it: ``LN(W h + b)`` (in groups for LN-G; RMSNorm
+    when it does not centre), then the gain and the bias."""
+    W, b, gain, bias, groups, centre = layer
+    h = layer_norm(product(h, W) + b, eps, groups, centre)
     if gain is not None:
         h = h * gain
     if bias is not None:
@@ -165,7 +168,11 @@ def torch_sequential(net: LNNet[Any], dtype: str, finite: bool = True) -> torch.
     set as the layer's :class:`~lncapacity.model.Norm` has them; an LN-G layer of ``g``
     groups by ``torch.nn.GroupNorm(g, n_l, eps=float(net.eps))`` (``affine`` when the layer
     has a gain or a bias; a missing gain is written as ones, a missing bias as
-    ``bias=False`` where this PyTorch's GroupNorm takes it, else as zeros).  The weights are
+    ``bias=False`` where this PyTorch's GroupNorm takes it, else as zeros); an RMSNorm layer
+    by ``torch.nn.RMSNorm(n_l, eps=float(net.eps))`` (``elementwise_affine`` when it has a
+    gain), or, in ``g`` groups or with a bias, by
+    :class:`~lncapacity.parallel_norm.ParallelLN` ``(n_l, n_l / g, eps, centering=False)``
+    (``affine`` as GroupNorm's).  The weights are
     the exact ones rounded to float64 and then to ``dtype``; on the CPU, in eval mode, without
     gradients; the global random state is left untouched.  A weight or ``eps`` beyond the
     range of ``dtype`` is an :class:`InputError` naming it (``finite=False``: it becomes
@@ -198,7 +205,26 @@ def torch_sequential(net: LNNet[Any], dtype: str, finite: bool = True) -> torch.
                     gn.bias.copy_(tensor(norm.bias or [0] * n, f"{where}.ln.bias"))
         return gn
 
+    def rms_norm(n: int, norm: Norm[Any], where: str) -> torch.nn.Module:
+        affine = not norm.is_identity
+        if norm.groups == 1 and norm.bias is None:
+            rms = nn.RMSNorm(n, eps=eps, elementwise_affine=affine, dtype=tdt)
+            if affine:
+                with torch.no_grad():
+                    rms.weight.copy_(tensor(norm.gain, f"{where}.ln.gain"))
+            return rms
+        from .parallel_norm import ParallelLN
+
+        pls = ParallelLN(n, n // norm.groups, eps, centering=False, affine=affine, dtype=tdt)
+        if affine:
+            with torch.no_grad():
+                pls.weight.copy_(tensor(norm.gain or [1] * n, f"{where}.ln.gain")[None, :])
+                pls.bias.copy_(tensor(norm.bias or [0] * n, f"{where}.ln.bias")[None, :])
+        return pls
+
     def layer_norm(n: int, norm: Norm[Any], where: str) -> torch.nn.Module:
+        if norm.rms:
+            return rms_norm(n, norm, where)
         if norm.groups != 1:
             return group_norm(n, norm, where)
         affine = not norm.is_identity
@@ -325,24 +351,29 @@ def _predict(net: LNNet[Any], X: Any, backend: str) -> np.ndarray:
 register_predictor("float", _predict)
 
 
-def layer_norm(Y: np.ndarray, eps: Any, groups: int = 1) -> np.ndarray:
+def layer_norm(Y: np.ndarray, eps: Any, groups: int = 1, centre: bool = True) -> np.ndarray:
     """LayerNorm over the last axis of ``Y`` as the NumPy backends compute it (biased
     variance, ``eps`` inside the square root), in ``Y``'s dtype; with ``groups > 1``
     (LN-G) over each of ``groups`` contiguous groups of the last axis, each group's mean and
-    variance summed left to right (NumPy's reductions over many short groups are slow)."""
+    variance summed left to right (NumPy's reductions over many short groups are slow).
+    ``centre=False``: RMSNorm, ``Y / sqrt(mean(Y^2) + eps)`` (in each group)."""
     if groups != 1:  # each group's sums left to right, vectorised over points and groups
         shape = Y.shape
         k = shape[-1] // groups
         Z = Y.reshape(*shape[:-1], groups, k)
-        total = Z[..., 0].copy()
-        for j in range(1, k):
-            total += Z[..., j]
-        C = Z - (total / k)[..., None]
+        if centre:
+            total = Z[..., 0].copy()
+            for j in range(1, k):
+                total += Z[..., j]
+            C = Z - (total / k)[..., None]
+        else:
+            C = Z
         sq = C[..., 0] * C[..., 0]
         for j in range(1, k):
             sq += C[..., j] * C[..., j]
         return (C / np.sqrt(sq / k + eps)[..., None]).reshape(shape)
-    Y = Y - Y.mean(axis=-1, keepdims=True)
+    if centre:
+        Y = Y - Y.mean(axis=-1, keepdims=True)
     return Y / np.sqrt((Y * Y).mean(axis=-1, keepdims=True) + eps)
 
 

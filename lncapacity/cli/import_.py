@@ -81,6 +81,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         "eps_float": json_float(to_float(net.eps)),
         "layernorm_affine": [not net.norm(i).is_identity for i in range(net.depth)],
         "groups": list(net.groups),  # of each LayerNorm (1) or GroupNorm (LN-G)
+        "rms": [net.norm(i).rms for i in range(net.depth)],  # RMSNorm (no centring)
         "dtype": net.meta["torch"]["dtype"],
     }
     if args.json:
@@ -95,6 +96,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             f"{len(net.classes)} outputs, eps {to_float(net.eps):g}, "
             f"{affine} LayerNorms with gain/bias"
             + (f", groups {'-'.join(map(str, net.groups))}" if net.grouped else "")
+            + (f", {sum(summary['rms'])} RMSNorms" if net.rms else "")
             + f" ({doc['format']})\n"
             f"wrote {args.out}"
         )

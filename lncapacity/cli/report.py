@@ -166,6 +166,7 @@ def _summary(
         "trained": net.meta.get("source") == "torch",  # imported from PyTorch
         "width": net.width,  # null when the layers' widths differ
         "widths": list(net.widths),
+        "norm": norm_kind(net),  # "ln", "rms" (RMSNorm) or "mixed"
         "certified": cert.certified,
         "all_certified": cert.all_certified,
         # every point is certainly right, certainly wrong, or undecided at the precision cap
@@ -265,9 +266,17 @@ def _eps_text(eps: str) -> str:
 
 
 def _width_text(s: dict[str, Any]) -> str:
+    kind = {"rms": " RMSNorm", "mixed": " (LayerNorm and RMSNorm)"}.get(s.get("norm", "ln"), "")
     if s["width"] is not None or not s["widths"]:
-        return str(s["width"] if s["width"] is not None else "-")
-    return "-".join(map(str, s["widths"]))
+        return str(s["width"] if s["width"] is not None else "-") + kind
+    return "-".join(map(str, s["widths"])) + kind
+
+
+def norm_kind(net: LNNet[Any]) -> str:
+    """``"ln"`` when every layer is a LayerNorm, ``"rms"`` when every one is an RMSNorm (in
+    groups or not), else ``"mixed"``."""
+    rms = {net.norm(i).rms for i in range(net.depth)}
+    return "mixed" if len(rms) > 1 else "rms" if rms == {True} else "ln"
 
 
 def _text(s: dict[str, Any]) -> str:
@@ -283,7 +292,11 @@ def _text(s: dict[str, Any]) -> str:
         f"{s['data']}: {s['points']} points in R^{s['dim']}{dup}, classes {classes}",
         f"net: width {_width_text(s)}, depth {s['depth']}"
         # PMA's bound is for width-3 nets; LN-G nets (steps, blocks) have their own
-        + (f" (bound m - 2 = {s['depth_bound']})" if s["method"] and s["width"] == 3 else "")
+        + (
+            f" (bound m - 2 = {s['depth_bound']})"
+            if s["method"] and s["width"] == (2 if s.get("norm") == "rms" else 3)
+            else ""
+        )
         + (
             f", {s['folds']} before padding"
             if s["folds"] is not None and s["folds"] != s["depth"]

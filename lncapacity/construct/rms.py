@@ -34,8 +34,11 @@ Sqrt = Callable[[fmpq], Any]
 """``q -> sqrt(q)`` for a positive rational ``q``, in the twin's number type."""
 
 BITS = 128
-"""Bits of every weight of :func:`rms_net`'s rounded twin (the nets it rounds are float64
-faithful: their margins are far above ``2^-128`` relative)."""
+"""Bits of every weight of :func:`rms_net`'s rounded twin of a float64-faithful net (its
+margins are far above ``2^-128`` relative); the paper's algorithm (``pma``, which loses about
+a quarter of a bit per layer, proofs/float_gap.md) and circle's ``depth`` objective get
+``BITS + depth`` (measured: 300 random points in R^3, depth 294, 128 bits leave 9 points
+wrong, 256 none)."""
 
 
 def _down(y: Sequence[T], k: int, sqrt: Sqrt) -> list[T]:
@@ -157,16 +160,20 @@ def twin(
     )
 
 
-def rms_net(net: LNNet[fmpq], bits: int = BITS) -> LNNet[fmpq]:
+def rms_net(net: LNNet[fmpq], bits: int | None = None) -> LNNet[fmpq]:
     """The RMSNorm twin of a rational LayerNorm net (:func:`twin`), every weight rounded to a
-    rational of ``bits`` significant bits: a rank-one map through its factors (so its rank
+    rational of ``bits`` significant bits (default :data:`BITS`, or ``BITS + depth`` for
+    nets that are not float64-faithful): a rank-one map through its factors (so its rank
     stays one, exactly), the others entry by entry; ``eps`` exact (``eps (k + 1) / k``).
 
     The result computes the twin's scores to about ``2^-bits`` relative; it is not the twin
     (no rational net is, proofs/rmsnorm.md, Theorem 2), and is certified on its own.  Its
-    ``meta["rms"]`` records the correspondence and the bits; the layers' construction notes
-    (which describe the LayerNorm layers) are not kept.
+    ``meta["rms"]`` records the correspondence and the bits; the layers keep their construction
+    notes (what each layer does: its twin does the same).
     """
+    if bits is None:
+        faithful = net.meta.get("method") != "pma" and net.meta.get("objective") != "depth"
+        bits = BITS if faithful else BITS + net.depth
     folded = net.folded()
     ks = _sizes(folded, "rms")
     factors = [rank_one(a.W) if a.W and a.W[0] else None for a in (*folded.layers, folded.readout)]
@@ -182,12 +189,12 @@ def rms_net(net: LNNet[fmpq], bits: int = BITS) -> LNNet[fmpq]:
         with precision(bits):
             return arb_to_fmpq((+x).mid())
 
-    def affine(a: Affine[arb]) -> Affine[fmpq]:
+    def affine(a: Affine[arb], source: Affine[fmpq]) -> Affine[fmpq]:
         b = tuple(r(v) for v in a.b)
         if "factors" in a.meta:
             col, row = ([r(v) for v in f] for f in a.meta["factors"])
-            return Affine(tuple(tuple(ci * w for w in row) for ci in col), b)
-        return Affine(tuple(tuple(r(w) for w in row) for row in a.W), b)
+            return Affine(tuple(tuple(ci * w for w in row) for ci in col), b, source.meta)
+        return Affine(tuple(tuple(r(w) for w in row) for row in a.W), b, source.meta)
 
     meta = {
         **dict(net.meta),
@@ -197,8 +204,8 @@ def rms_net(net: LNNet[fmpq], bits: int = BITS) -> LNNet[fmpq]:
         net.input_dim,
         balls.width,
         folded.eps * fmpq(ks[0] + 1, ks[0]) if ks else folded.eps,  # exact
-        tuple(affine(a) for a in balls.layers),
-        affine(balls.readout),
+        tuple(affine(a, src) for a, src in zip(balls.layers, folded.layers, strict=True)),
+        affine(balls.readout, folded.readout),
         net.classes,
         meta,
         balls.norms,

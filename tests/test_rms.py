@@ -1,0 +1,364 @@
+"""RMSNorm and parallel layer scaling (RMSNorm in groups): the model, the file, the certificate,
+the float backends, explain, plot and trace (proofs/rmsnorm.md for the correspondence)."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sympy
+from flint import arb, fmpq
+from lnnet1_reader import from_dict as lnnet1_from_dict
+
+import lncapacity
+from lncapacity import InputError, certify, fileformat, floats
+from lncapacity.arith import precision
+from lncapacity.certify import decide, scalar_chain
+from lncapacity.construct.rms import rms_net
+from lncapacity.fileformat import dumps, from_dict, to_dict
+from lncapacity.model import Affine, LNNet, Norm, layer_norm
+
+ROOT = Path(__file__).resolve().parents[1]
+Q = fmpq
+EPS = Q(1, 2**10)
+
+
+def random_net(rng, layers, d=2, k=3, eps=EPS, gains=True, rms=True):
+    """A net with dyadic weights; ``layers`` lists ``(width, groups)``, every layer RMSNorm."""
+
+    def q():
+        return Q(rng.randint(-(2**12), 2**12), 2**10)
+
+    maps, norms, fan_in = [], [], d
+    for n, g in layers:
+        maps.append(
+            Affine(
+                tuple(tuple(q() for _ in range(fan_in)) for _ in range(n)),
+                tuple(q() for _ in range(n)),
+            )
+        )
+        gain = tuple(q() for _ in range(n)) if gains else None
+        bias = tuple(q() for _ in range(n)) if gains else None
+        norms.append(Norm(gain, bias, g, rms))
+        fan_in = n
+    readout = Affine(
+        tuple(tuple(q() for _ in range(fan_in)) for _ in range(k)), tuple(q() for _ in range(k))
+    )
+    widths = {n for n, _ in layers}
+    width = widths.pop() if len(widths) == 1 else None
+    return LNNet(d, width, eps, tuple(maps), readout, tuple(range(k)), {}, tuple(norms))
+
+
+def sympy_scores(net, x):
+    """The readout by direct SymPy evaluation: each group divided by its root mean square."""
+
+    def s(v):
+        return sympy.Rational(int(v.p), int(v.q))
+
+    h = [sympy.Rational(v) for v in x]
+    for i, layer in enumerate(net.layers):
+        y = [
+            sum(s(w) * v for w, v in zip(row, h, strict=True)) + s(b)
+            for row, b in zip(layer.W, layer.b, strict=True)
+        ]
+        norm = net.norm(i)
+        k = len(y) // norm.groups
+        h = []
+        for j in range(0, len(y), k):
+            block = y[j : j + k]
+            if not norm.rms:
+                block = [v - sum(block) / k for v in block]
+            h += [v / sympy.sqrt(sum(u * u for u in block) / k + s(net.eps)) for v in block]
+        if norm.gain is not None:
+            h = [s(g) * v for g, v in zip(norm.gain, h, strict=True)]
+        if norm.bias is not None:
+            h = [v + s(c) for v, c in zip(h, norm.bias, strict=True)]
+    return [
+        sum(s(w) * v for w, v in zip(row, h, strict=True)) + s(b)
+        for row, b in zip(net.readout.W, net.readout.b, strict=True)
+    ]
+
+
+def points(rng, net, m=24):
+    X = [[Q(rng.randint(-(2**10), 2**10), 2**9) for _ in range(net.input_dim)] for _ in range(m)]
+    with precision(256):
+        y = [decide(net, x) for x in X]
+    return X, y
+
+
+# ---------------------------------------------------------------------------
+# the model
+
+
+@pytest.mark.parametrize("groups", [1, 2, 3, 6])
+def test_rms_norm_in_groups_against_sympy(groups):
+    rng = random.Random(groups)
+    y = [sympy.Rational(rng.randint(-50, 50), 7) for _ in range(6)]
+    eps = sympy.Rational(1, 10)
+    got = layer_norm(y, eps, sympy.sqrt, groups, centre=False)
+    k = 6 // groups
+    want = [
+        v / sympy.sqrt(sum(u * u for u in y[j // k * k : j // k * k + k]) / k + eps)
+        for j, v in enumerate(y)
+    ]
+    assert all(sympy.simplify(a - b) == 0 for a, b in zip(got, want, strict=True))
+    # no centring: adding a constant to every feature changes the output (LayerNorm's does not)
+    shifted = layer_norm([v + 1 for v in y], eps, sympy.sqrt, groups, centre=False)
+    assert any(sympy.simplify(a - b) != 0 for a, b in zip(got, shifted, strict=True))
+
+
+def test_the_model_keeps_the_kind_and_checks_it():
+    rng = random.Random(0)
+    net = random_net(rng, [(4, 2), (4, 4)])  # RMSNorm in groups of 2, then of one feature
+    assert net.rms and net.groups == (2, 4) and [n.rms for n in net.norms] == [True, True]
+    folded = net.folded()
+    assert [n.rms for n in folded.norms] == [True, True] and all(
+        n.is_identity for n in folded.norms
+    )
+    assert net.map(arb).norms[0].rms and not Norm(rms=True).is_plain
+    # groups of one feature are RMSNorm's only (LayerNorm's would be 0/0), width 1 too
+    with pytest.raises(InputError, match="have one feature each"):
+        random_net(rng, [(4, 4)], rms=False)
+    one = LNNet(
+        1,
+        1,
+        Q(0),
+        (Affine(((Q(1),),), (Q(0),)),),
+        Affine(((Q(1),), (Q(-1),)), (Q(0),) * 2),
+        (0, 1),
+        {},
+        (Norm(rms=True),),
+    )
+    assert one.predict([[2], [-3]]).tolist() == [0, 1]  # sign(x): an RMSNorm of one feature
+    with pytest.raises(InputError, match=r"width must be >= 2"):
+        LNNet(1, 1, Q(0), one.layers, one.readout, (0, 1))
+    with pytest.raises(InputError, match="rms must be True or False"):
+        LNNet(1, 1, Q(0), one.layers, one.readout, (0, 1), {}, (Norm(rms=1),))
+
+
+def test_the_net_against_sympy_and_balls():
+    rng = random.Random(1)
+    net = random_net(rng, [(4, 2), (3, 1)])
+    x = [Q(3, 4), Q(-5, 8)]
+    want = sympy_scores(net, x)
+    with precision(200):
+        got = net.map(arb).forward([arb(v) for v in x], arb.sqrt)
+        for g, w in zip(got, want, strict=True):
+            assert abs(g - arb(str(sympy.N(w, 70)))) < arb(2) ** -150
+
+
+# ---------------------------------------------------------------------------
+# the file
+
+
+def test_the_file_round_trip_and_its_fields(tmp_path):
+    rng = random.Random(2)
+    net = random_net(rng, [(4, 2), (3, 1)])
+    doc = to_dict(net)
+    assert doc["format"] == "lnnet/1.1" and set(doc["requires"]) == {
+        "ln-affine",
+        "widths",
+        "groups",
+        "rms",
+    }
+    assert [layer.get("norm") for layer in doc["layers"]] == ["rms", "rms"]
+    path = tmp_path / "net.json"
+    lncapacity.save(net, path)
+    back = fileformat.load(path)
+    assert back == net and dumps(to_dict(back)) == path.read_text()
+    plain = random_net(rng, [(2, 1)], gains=False)
+    assert to_dict(plain)["requires"] == ["rms"]
+    # a mixed net: only its RMSNorm layers say so
+    mixed = LNNet(
+        2,
+        3,
+        Q(0),
+        (*random_net(rng, [(3, 1)]).layers, *random_net(rng, [(3, 1)], d=3).layers),
+        plain.readout.__class__(((Q(1), Q(0), Q(0)),), (Q(0),)),
+        (0,),
+        {},
+        (Norm(), Norm(rms=True)),
+    )
+    assert [layer.get("norm") for layer in to_dict(mixed)["layers"]] == [None, "rms"]
+    assert from_dict(json.loads(dumps(to_dict(mixed)))) == mixed
+
+
+def test_older_readers_refuse_rms_files(monkeypatch):
+    doc = json.loads(dumps(to_dict(random_net(random.Random(3), [(2, 1)], gains=False))))
+    with pytest.raises(InputError, match="format"):
+        lnnet1_from_dict(doc)  # lncapacity 0.1.0: lnnet/1 only
+    monkeypatch.setattr(fileformat, "FEATURES", ("ln-affine", "widths", "algebraic", "groups"))
+    with pytest.raises(InputError, match="'rms', unknown to lncapacity"):
+        from_dict(doc)
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d.update(requires=[]), r'layers\[0\].norm: needs "requires": \["rms"\]'),
+        (
+            lambda d: d["layers"][0].update(norm="batch"),
+            r"unknown normaliser 'batch' \(choose from ln, rms\)",
+        ),
+        (lambda d: d["layers"][0].update(norm=1), r"unknown normaliser 1"),
+        (lambda d: d.update(eps="-1/2"), "eps must be >= 0"),
+        (
+            lambda d: (d["requires"].append("groups"), d["layers"][0].update(groups=3)),
+            "3 groups do not divide its width 2",
+        ),
+    ],
+)
+def test_malformed_rms_files_name_the_field(mutate, message):
+    doc = json.loads(dumps(to_dict(random_net(random.Random(4), [(2, 1)], gains=False))))
+    mutate(doc)
+    with pytest.raises(InputError, match=message):
+        from_dict(doc)
+
+
+def test_bad_rms_files_are_one_line_exit_2(tmp_path):
+    doc = json.loads(dumps(to_dict(random_net(random.Random(5), [(2, 1)], gains=False))))
+    doc["layers"][0]["norm"] = "batch"
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    (tmp_path / "p.csv").write_text("x1,x2,label\n0,1,0\n")
+    r = subprocess.run(
+        [sys.executable, "-m", "lncapacity", "verify", "bad.json", "p.csv"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "unknown normaliser" in r.stderr
+
+
+# ---------------------------------------------------------------------------
+# the certificate
+
+
+@pytest.mark.parametrize("layers", [[(3, 1)], [(4, 2), (4, 4)], [(4, 1), (6, 3)]])
+@pytest.mark.parametrize("intervals", [True, False])
+def test_certify_rms_nets_exactly(layers, intervals):
+    """Every verdict agrees with SymPy's exact scores (the interval pass or balls alone)."""
+    rng = random.Random(len(layers) + 10 * intervals)
+    net = random_net(rng, layers)
+    X, y = points(rng, net)
+    wrong = list(y)
+    wrong[0] = (wrong[0] + 1) % 3
+    cert = certify(net, X, wrong, intervals=intervals)
+    assert [p.verdict for p in cert.points] == ["wrong"] + ["right"] * (len(X) - 1)
+    for p, x, label in zip(cert.points[:4], X, wrong, strict=False):
+        z = sympy_scores(net, x)
+        exact = min(z[label] - z[j] for j in range(3) if j != label)
+        lo, hi = p.margin_interval
+        assert lo <= float(exact) <= hi
+
+
+def test_rank_one_rms_nets_are_scalar_chains():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(60, 3)), rng.integers(0, 2, 60)
+    net = rms_net(lncapacity.build(X, y, method="runs", eps="1/1000"))
+    assert net.rms and net.width == 2 and scalar_chain(net.folded()) is not None
+    cert = certify(net, X, y)
+    assert cert.all_certified and cert.precision == 53  # the scalar chain's interval pass
+    # the chain is RMSNorm's, not LayerNorm's: read as LayerNorms, the same weights fail
+    as_ln = LNNet(net.input_dim, 2, net.eps, net.layers, net.readout, net.classes)
+    assert not certify(as_ln, X, y).all_certified
+
+
+# ---------------------------------------------------------------------------
+# floats, PyTorch's modules
+
+
+def test_float_backends_agree_with_the_exact_net():
+    rng = random.Random(6)
+    net = random_net(rng, [(4, 2), (3, 1), (4, 4)])
+    pts = lncapacity.points_from_arrays(*points(rng, net, m=40))
+    cert = certify(net, pts, scores=True)
+    lo, hi = cert.scores
+    for backend in floats.available_backends():
+        z = floats.forward(net, pts, backend)
+        tol = 1e-9 if floats.precision(backend) == "float64" else 1e-3
+        assert np.all(z >= lo - tol) and np.all(z <= hi + tol), backend
+
+
+def test_torch_modules_of_rms_nets():
+    torch = pytest.importorskip("torch")
+    from lncapacity.parallel_norm import ParallelLN
+
+    rng = random.Random(7)
+    net = random_net(rng, [(3, 1), (4, 2)], gains=False)
+    gain_only = LNNet(
+        2,
+        3,
+        net.eps,
+        net.layers[:1],
+        Affine(((Q(1), Q(0), Q(0)),), (Q(0),)),
+        (0,),
+        {},
+        (Norm((Q(2), Q(3), Q(1, 2)), None, 1, True),),
+    )
+    kinds = [type(m) for m in floats.to_torch(net)]
+    assert kinds == [
+        torch.nn.Linear,
+        torch.nn.RMSNorm,
+        torch.nn.Linear,
+        ParallelLN,
+        torch.nn.Linear,
+    ]
+    assert type(floats.to_torch(gain_only)[1]) is torch.nn.RMSNorm
+    with_bias = random_net(rng, [(3, 1)])
+    assert type(floats.to_torch(with_bias)[1]) is ParallelLN  # nn.RMSNorm has no bias
+
+
+# ---------------------------------------------------------------------------
+# explain, plot, trace
+
+
+def run(*args, cwd):
+    return subprocess.run(
+        [sys.executable, "-m", "lncapacity", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_verify_explain_plot_and_trace_an_rms_net(tmp_path):
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(30, 2)), rng.integers(0, 2, 30)
+    (tmp_path / "p.csv").write_text(
+        "x1,x2,label\n"
+        + "".join(f"{a!r},{b!r},{c}\n" for (a, b), c in zip(X.tolist(), y.tolist(), strict=True))
+    )
+    lncapacity.save(rms_net(lncapacity.build(X, y, method="runs")), tmp_path / "rms.json")
+    r = run("verify", "rms.json", "p.csv", "--json", cwd=tmp_path)
+    s = json.loads(r.stdout)
+    assert r.returncode == 0 and s["norm"] == "rms" and s["all_certified"]
+    assert all(c["right"] == 30 for c in s["float"].values())
+    assert "width 2 RMSNorm" in run("verify", "rms.json", "p.csv", cwd=tmp_path).stdout
+    r = run("explain", "rms.json", "p.csv", "--json", cwd=tmp_path)
+    account = json.loads(r.stdout)
+    assert r.returncode == 0 and account["net"]["norm"] == "rms"
+    assert all(layer["fold_point"] is not None for layer in account["layers"])
+    r = run("plot", "rms.json", "p.csv", "--out", "plots", cwd=tmp_path)
+    assert r.returncode == 0 and (tmp_path / "plots" / "fold_maps.png").is_file()
+    r = run("trace", "rms.json", "p.csv", "--json", cwd=tmp_path)
+    rows = json.loads(r.stdout)
+    assert r.returncode == 0 and len(rows["layers"]) == 2 + s["depth"]
+
+
+def test_trace_in_groups_takes_the_whole_space():
+    """An RMSNorm layer's outputs are not centred: trace's LSSR basis is all of R^n."""
+    from lncapacity.theory.net_trace import trace
+
+    rng = random.Random(8)
+    net = random_net(rng, [(4, 2)], gains=False)
+    X, y = points(rng, net, m=16)
+    stats = trace(net, X, y)
+    assert [s.name for s in stats] == ["input", "LN 1", "readout"]
+    assert stats[1].lssr is not None
