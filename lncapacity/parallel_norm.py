@@ -35,6 +35,7 @@ class ParallelLN(nn.Module):
         affine: bool = True,
         dim: int = 2,
         dtype: torch.dtype | None = None,
+        device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
         if dim != 2:
@@ -44,8 +45,8 @@ class ParallelLN(nn.Module):
         self.num_features, self.num_per_group = num_features, num_per_group
         self.eps, self.centering, self.affine, self.dim = eps, centering, affine, dim
         if affine:
-            self.weight = nn.Parameter(torch.ones(1, num_features, dtype=dtype))
-            self.bias = nn.Parameter(torch.zeros(1, num_features, dtype=dtype))
+            self.weight = nn.Parameter(torch.ones(1, num_features, dtype=dtype, device=device))
+            self.bias = nn.Parameter(torch.zeros(1, num_features, dtype=dtype, device=device))
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)

@@ -362,3 +362,172 @@ def test_trace_in_groups_takes_the_whole_space():
     stats = trace(net, X, y)
     assert [s.name for s in stats] == ["input", "LN 1", "readout"]
     assert stats[1].lssr is not None
+
+
+# ---------------------------------------------------------------------------
+# PyTorch and ONNX in and out
+
+
+def _torch_models(torch):
+    from lncapacity.parallel_norm import ParallelLN
+
+    nn = torch.nn
+    g = torch.Generator().manual_seed(0)
+
+    def perturbed(model):
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(0.5 * torch.randn(p.shape, generator=g, dtype=torch.float64).to(p.dtype))
+        return model.eval().requires_grad_(False)
+
+    torch.manual_seed(0)
+    yield "rms", perturbed(nn.Sequential(nn.Linear(2, 4), nn.RMSNorm(4, eps=1e-5), nn.Linear(4, 3)))
+    yield (
+        "plain",
+        perturbed(
+            nn.Sequential(
+                nn.Linear(3, 2), nn.RMSNorm(2, eps=0.0, elementwise_affine=False), nn.Linear(2, 2)
+            )
+        ),
+    )
+    yield (
+        "pls",
+        perturbed(
+            nn.Sequential(
+                nn.Linear(2, 6),
+                ParallelLN(6, 2, 1e-5, centering=False),
+                nn.Linear(6, 4),
+                ParallelLN(4, 1, 1e-5, centering=False),
+                nn.Linear(4, 2),
+            )
+        ),
+    )
+    yield (
+        "float64",
+        perturbed(
+            nn.Sequential(
+                nn.Linear(2, 4),
+                nn.RMSNorm(4, eps=1e-6),
+                nn.Linear(4, 4),
+                nn.LayerNorm(4, eps=1e-6),
+                nn.Linear(4, 3),
+            ).double()
+        ),
+    )
+
+
+def test_rms_nets_round_trip_through_pytorch_bit_for_bit():
+    torch = pytest.importorskip("torch")
+    from lncapacity.interop import from_torch, to_torch
+
+    for name, model in _torch_models(torch):
+        net = from_torch(model)
+        assert net.rms, name
+        again = from_dict(json.loads(dumps(to_dict(net))))
+        assert again == net
+        back = to_torch(again)
+        assert [type(m) for m in back] == [type(m) for m in model], name
+        for a, b in zip(model.state_dict().items(), back.state_dict().items(), strict=True):
+            assert a[0] == b[0] and a[1].dtype == b[1].dtype and torch.equal(a[1], b[1])
+        X = torch.randn(300, net.input_dim, generator=torch.Generator().manual_seed(1))
+        X = X.to(next(model.parameters()).dtype)
+        with torch.no_grad():
+            assert torch.equal(model(X), back(X)), name  # the same float outputs, bit for bit
+            backend = "torch-" + str(X.dtype).removeprefix("torch.")
+            own = floats.forward(net, X.double().numpy(), backend)
+            assert np.array_equal(own, model(X).numpy()), name
+            # NumPy's float64 pass agrees with PyTorch's to 1e-12
+            ref = back.double()(X.double()).numpy() if X.dtype == torch.float64 else None
+            if ref is not None:
+                assert np.allclose(
+                    floats.forward(net, X.numpy(), "float64"), ref, rtol=1e-12, atol=1e-12
+                )
+
+
+def test_the_authors_parallel_ln_is_read_by_its_attributes():
+    """A class of another module named ParallelLN, as the authors' repository has it."""
+    torch = pytest.importorskip("torch")
+    from lncapacity.interop import from_torch
+    from lncapacity.parallel_norm import ParallelLN as Ours
+
+    theirs = type("ParallelLN", (Ours,), {"__module__": "pln"})
+    model = torch.nn.Sequential(
+        torch.nn.Linear(2, 6), theirs(6, 3, 1e-5, centering=True), torch.nn.Linear(6, 2)
+    )
+    net = from_torch(model.eval())
+    assert net.groups == (2,) and not net.rms  # PLN is LN-G
+    model[1].centering = False
+    assert from_torch(model).rms
+    model[1].dim = 3
+    with pytest.raises(InputError, match="dim=2"):
+        from_torch(model)
+
+
+def test_rms_norm_eps_none_is_pytorchs():
+    torch = pytest.importorskip("torch")
+    from lncapacity.interop import from_torch
+
+    nn = torch.nn
+    net = from_torch(nn.Sequential(nn.Linear(2, 3), nn.RMSNorm(3), nn.Linear(3, 2)).eval())
+    assert net.eps == fmpq(*float(torch.finfo(torch.float32).eps).as_integer_ratio())
+    with pytest.raises(InputError, match="eps=None with no Linear before it"):
+        from_torch(nn.Sequential(nn.RMSNorm(3), nn.Linear(3, 2)).eval())
+
+
+def test_state_dicts_with_rms_and_parallel_entries(tmp_path):
+    torch = pytest.importorskip("torch")
+    from lncapacity.interop import from_state_dict, from_torch, load_torch, save_torch
+
+    models = dict(_torch_models(torch))
+    for name, spec in (
+        ("rms", ["Linear", "RMSNorm", "Linear"]),
+        ("pls", ["Linear", "ParallelLS:2", "Linear", "ParallelLS:1", "Linear"]),
+    ):
+        model = models[name]
+        net = from_state_dict(model.state_dict(), spec)
+        assert net == dataclasses_replace_meta(from_torch(model), net.meta), name
+        torch.save(model.state_dict(), tmp_path / f"{name}.pt")
+        assert load_torch(tmp_path / f"{name}.pt", spec=spec) == net
+        save_torch(net, tmp_path / f"{name}-export.pt")  # the export format: kinds and state dict
+        assert load_torch(tmp_path / f"{name}-export.pt") == dataclasses_replace_meta(
+            net, load_torch(tmp_path / f"{name}-export.pt").meta
+        )
+    # PLN (centred) in a state dict is LN-G
+    pln = torch.nn.Sequential(
+        torch.nn.Linear(2, 6),
+        models["pls"][1].__class__(6, 3, 1e-5, centering=True),
+        torch.nn.Linear(6, 2),
+    )
+    assert from_state_dict(pln.state_dict(), ["Linear", "ParallelLN:3", "Linear"]).groups == (2,)
+    torch.save(models["rms"], tmp_path / "module.pt")  # nn.RMSNorm pickled: a safe class
+    assert load_torch(tmp_path / "module.pt").rms
+    bad = {
+        "ParallelLS:x": "given as ParallelLS:N",
+        "ParallelLS:4": "groups of 4 of 6 features",
+        "RMSNorm": "needs a 1-D weight",
+    }
+    state = models["pls"].state_dict()
+    for kind, message in bad.items():
+        with pytest.raises(InputError, match=message):
+            from_state_dict(state, ["Linear", kind, "Linear", "ParallelLS:1", "Linear"])
+
+
+def dataclasses_replace_meta(net, meta):
+    import dataclasses
+
+    return dataclasses.replace(net, meta=meta)
+
+
+def test_onnx_runs_rms_nets():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnxruntime")
+    from lncapacity.interop import from_torch, run_onnx, to_onnx
+
+    for name, model in _torch_models(torch):
+        net = from_torch(model)
+        X = torch.randn(200, net.input_dim, generator=torch.Generator().manual_seed(5)).double()
+        for dtype in ("float64", "float32"):
+            got = run_onnx(to_onnx(net, dtype), X.numpy(), dtype)
+            ref = floats.forward(net, X.numpy(), "float64")
+            tol = 1e-12 if dtype == "float64" else 1e-4
+            assert got.dtype == np.dtype(dtype) and np.allclose(got, ref, rtol=tol, atol=tol), name

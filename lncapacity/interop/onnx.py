@@ -32,7 +32,12 @@ def to_onnx(net: LNNet[Any], dtype: str = "float32") -> bytes:
     bias zero), ``Reshape`` back to ``(m, n)``, then ``Mul`` by its gain and ``Add`` of its
     bias (each only when the layer has it).  ``dtype``: ``"float32"`` or ``"float64"``; the
     weights are the exact ones rounded to it.  ONNX stores ``epsilon`` as a float32
-    attribute, so a float64 model adds ``float32(eps)``, not ``eps``.
+    attribute, so a float64 model adds ``float32(eps)``, not ``eps``.  An RMSNorm layer (opset
+    17 has no ``RMSNormalization``, an operator from opset 23 on) is primitive operators in
+    each of its ``g`` groups: ``Reshape`` to ``(m, g, n / g)``, ``Mul`` (the squares),
+    ``ReduceMean`` over the last axis, ``Add`` of ``eps`` (a constant of the model's dtype:
+    ``float64(eps)`` in a float64 model), ``Sqrt``, ``Div``, ``Reshape`` back, then its gain and
+    bias.
     """
     try:
         import onnx
@@ -83,11 +88,36 @@ def to_onnx(net: LNNet[Any], dtype: str = "float32") -> bytes:
                 out = f"{out}_{part}"
         return out
 
+    def rms(i: int, n: int, norm: Norm[Any], y: str) -> str:
+        """RMSNorm (in groups): Reshape, ``Div(y, Sqrt(ReduceMean(Mul(y, y)) + eps))``,
+        Reshape, gain and bias; ``eps`` a constant of the model's dtype."""
+        g, k = norm.groups, n // norm.groups
+        nodes.append(helper.make_node("Reshape", [y, shape(f"r{i}_in", [-1, g, k])], [f"{y}_g"]))
+        y = f"{y}_g"
+        nodes.append(helper.make_node("Mul", [y, y], [f"{y}_sq"]))
+        nodes.append(helper.make_node("ReduceMean", [f"{y}_sq"], [f"{y}_ms"], axes=[-1]))
+        e = const(f"r{i}_eps", [net.eps], "eps")
+        nodes.append(helper.make_node("Add", [f"{y}_ms", e], [f"{y}_var"]))
+        nodes.append(helper.make_node("Sqrt", [f"{y}_var"], [f"{y}_root"]))
+        nodes.append(helper.make_node("Div", [y, f"{y}_root"], [f"u{i}_g"]))
+        out = f"u{i}"
+        nodes.append(helper.make_node("Reshape", [f"u{i}_g", shape(f"r{i}_out", [-1, n])], [out]))
+        for op, part in (("Mul", "gain"), ("Add", "bias")):
+            v = getattr(norm, part)
+            if v is not None:
+                c = const(f"ln{i}_{part}", list(v), f"layers[{i - 1}].ln.{part}")
+                nodes.append(helper.make_node(op, [out, c], [f"{out}_{part}"]))
+                out = f"{out}_{part}"
+        return out
+
     x = "x"
     for i, layer in enumerate(net.layers):
         n = len(layer.b)
         gemm(layer, x, f"y{i + 1}", f"layers[{i}]")
         norm = net.norm(i)
+        if norm.rms:
+            x = rms(i + 1, n, norm, f"y{i + 1}")
+            continue
         if norm.groups != 1:
             x = groups(i + 1, n, norm, f"y{i + 1}")
             continue
