@@ -531,3 +531,92 @@ def test_onnx_runs_rms_nets():
             ref = floats.forward(net, X.numpy(), "float64")
             tol = 1e-12 if dtype == "float64" else 1e-4
             assert got.dtype == np.dtype(dtype) and np.allclose(got, ref, rtol=tol, atol=tol), name
+
+
+# ---------------------------------------------------------------------------
+# building RMSNorm nets, shattering, the VC sandwich, training
+
+
+@pytest.mark.parametrize("arch, width", [("rms", 2), ("rms-g", None)])
+def test_build_rms_nets_through_the_correspondence(arch, width):
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(80, 3)), rng.integers(0, 3 if arch == "rms-g" else 2, 80)
+    net = lncapacity.build(X, y, arch=arch, eps="1/1000")
+    assert net.rms and net.eps == Q(1, 1000) and net.meta["rms"]["bits"] == 128
+    if width is not None:
+        assert net.width == width
+    else:
+        assert all(n == 2 * g for n, g in zip(net.widths, net.groups, strict=True))
+    assert certify(net, X, y).all_certified  # the RMSNorm net itself
+    assert floats.check(net, lncapacity.points_from_arrays(X, y), "float64").all_agree
+    twin_of = lncapacity.build(X, y, arch="ln3" if arch == "rms" else "ln-g", eps="1/1500")
+    assert twin_of.depth == net.depth  # the LayerNorm net with eps 2/3 of RMSNorm's
+    with pytest.raises(InputError, match="exact merges"):
+        lncapacity.build(X, y, arch=arch, exact=True, method="pma")
+
+
+def test_pma_twins_get_more_bits():
+    rng = np.random.default_rng(4)
+    X, y = rng.normal(size=(40, 3)), rng.integers(0, 2, 40)
+    net = lncapacity.build(X, y, arch="rms", method="pma")
+    assert net.meta["rms"]["bits"] == 128 + net.depth and certify(net, X, y).all_certified
+
+
+def test_shatter_rms_and_its_verification(tmp_path):
+    from lncapacity.shatter import shatter, verify_shatter
+
+    out = tmp_path / "s.jsonl"
+    s = shatter(None, 2, eps=Q(1, 100), out=out, workers=1, rms=True)
+    assert s.all_certified and s.points == 4
+    header = json.loads(out.read_text().splitlines()[0])
+    assert header["norm"] == "rms"
+    again, problems = verify_shatter(out, workers=1)
+    assert not problems and again.certified == 16
+    # a LayerNorm net in an RMSNorm certificate (or the other way) is refused
+    lines = out.read_text().splitlines()
+    rec = json.loads(lines[1])
+    ln_net = lncapacity.build(
+        [[0], [1], [2], [3]], labels(rec["labeling"]), depth=2, method="pma", eps="1/150"
+    )
+    rec["lnnet"] = to_dict(ln_net)
+    forged = tmp_path / "f.jsonl"
+    forged.write_text("\n".join([lines[0], json.dumps(rec), *lines[2:]]) + "\n")
+    _, problems = verify_shatter(forged, workers=1)
+    assert problems and "width 3" in problems[0]
+    grouped = shatter(None, 1, out=tmp_path / "g.jsonl", workers=1, groups=2, rms=True)
+    assert grouped.all_certified and verify_shatter(tmp_path / "g.jsonl", workers=1)[1] == []
+
+
+def labels(k, m=4):
+    from lncapacity.shatter import labels_of
+
+    return labels_of(k, m)
+
+
+def test_vc_rms_is_the_twins_sandwich():
+    from lncapacity.theory.vc import sandwich
+
+    for L, d in ((1, 1), (2, 2), (3, 2)):
+        rms, ln = sandwich("rms", L, d), sandwich("ln3", L, d)
+        assert (rms.lower.value, rms.upper.value) == (ln.lower.value, ln.upper.value)
+        assert "proofs/rmsnorm.md" in rms.lower.name and rms.lower.source == ln.lower.source
+    g = sandwich("rms-g", 1, 1, 3, eps="3/200")
+    assert (
+        g.eps == Q(3, 200) and g.lower.value == sandwich("ln-g", 1, 1, 3, eps="1/100").lower.value
+    )
+
+
+def test_train_rmsnorm_nets_of_layernorms_parameters():
+    pytest.importorskip("torch")
+    from lncapacity.train import train
+
+    rng = np.random.default_rng(5)
+    X, y = rng.normal(size=(30, 2)), rng.integers(0, 2, 30)
+    counts = {}
+    for norm, groups in (("ln", 1), ("rms", 1), ("ln", 4), ("rms", 4), ("rms", 8)):
+        result = train(X, y, width=8, depth=1, groups=groups, norm=norm, max_iter=300)
+        counts[norm, groups] = sum(p.numel() for p in result.module.parameters())
+        assert result.net.rms == (norm == "rms") and result.net.groups == (groups,)
+    assert len(set(counts.values())) == 1  # equal parameter counts
+    with pytest.raises(InputError, match="norm: expected 'ln' or 'rms'"):
+        train(X, y, width=8, depth=1, norm="batch")

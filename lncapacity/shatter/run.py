@@ -31,11 +31,17 @@ from .workers import CHUNK, _imap
 
 
 def _shatter_chunk(
-    args: tuple[list[tuple[fmpq, ...]], int, fmpq, list[int], dict | None, int | None],
+    args: tuple[Any, ...],
 ) -> list[dict]:
+    """Build and certify the nets of some labelings: ``args`` is ``(X, depth, eps, labelings,
+    search, groups[, rms])``."""
     from ..construct import build  # workers build; the verifier never imports this
+    from ..construct.rms import ln_eps, rms_net
 
-    X, depth, eps, ks, search, groups = args
+    X, depth, eps, ks, search, groups, *rest = args
+    rms = bool(rest and rest[0])
+    if rms:  # the LayerNorm nets are built with eps 2/3 of RMSNorm's, then twinned
+        eps = ln_eps(eps)
     m, mask = len(X), (1 << len(X)) - 1
     out = []
     for k in ks:
@@ -61,6 +67,9 @@ def _shatter_chunk(
                 out.append({"labeling": k, "error": str(e) if search is None else "none found"})
                 continue
             record = {"folds": "search", "lnnet": to_dict(net)}
+        if rms:  # the RMSNorm twin (proofs/rmsnorm.md), rounded, certified on its own
+            net = rms_net(net)
+            record = {"folds": record["folds"], "lnnet": to_dict(net)}
         comp = k ^ mask
         out.append(
             {
@@ -88,6 +97,7 @@ def shatter(
     progress: Progress | None = None,
     search: dict[str, int] | None = None,
     groups: int | None = None,
+    rms: bool = False,
     scheduler: str | None = None,
     resume: bool = False,
     status: Callable[[ShatterSummary], None] | None = None,
@@ -124,6 +134,10 @@ def shatter(
         LN-G (``depth >= 1``): every net is :func:`~lncapacity.shatter.nets.bump_net` with
         exactly ``groups`` groups of 3 per layer, and ``X`` defaults to ``0, 1, ..., 2
         groups`` (``2 groups + 1`` points: proofs/ln_g_vc.md, Theorems 1, 2).
+    rms
+        Every net is the RMSNorm twin of the LayerNorm net (:func:`lncapacity.construct.rms.
+        rms_net`, proofs/rmsnorm.md): width 2, or groups of 2 with ``groups``; ``eps`` is
+        RMSNorm's.  The certificate's header says ``"norm": "rms"``.
     scheduler
         ``"local:N"`` or a Dask scheduler's address: the chunks run on a Dask cluster
         (:mod:`lncapacity.cluster`) instead of the process pool; the certificate is the
@@ -223,6 +237,8 @@ def shatter(
     }
     if groups is not None:
         header["groups"] = groups
+    if rms:
+        header["norm"] = "rms"
     first = 0  # the first labeling to compute (after a journal's records)
     journal = None if not resume or out is None else _journal_path(out)
     pool = workers or os.cpu_count() or 1
@@ -233,7 +249,7 @@ def shatter(
         if chunk is None:  # several chunks for every worker (the labelings are independent)
             chunk = max(1, min(CHUNK, len(canonical) // (16 * pool)))
         tasks = (
-            (points, depth, eps_q, list(canonical[i : i + chunk]), search, groups)
+            (points, depth, eps_q, list(canonical[i : i + chunk]), search, groups, rms)
             for i in range(0, len(canonical), chunk)
         )
         start = time.perf_counter()
