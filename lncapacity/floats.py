@@ -12,7 +12,14 @@ point, with every weight rounded to the backend's precision:
   of ``g`` groups, which on ``(batch, n_l)`` inputs is exactly LN-G;
   ``torch.nn.RMSNorm(n_l, eps)`` for an RMSNorm layer, and
   :class:`lncapacity.parallel_norm.ParallelLN` for one in groups or with a bias), available
-  when ``import torch`` works.
+  when ``import torch`` works;
+* ``"torch-cuda-float32"``, ``"torch-cuda-tf32"``, ``"torch-cuda-bfloat16"``: the same modules
+  on a CUDA device, in float32 with TF32 matrix products off, on
+  (``torch.backends.cuda.matmul.allow_tf32``), and under ``torch.autocast`` to bfloat16 (its
+  matrix products in bfloat16, its normalisations in float32, the scores bfloat16):
+  what a certified net meets on a GPU.  Available where ``torch.cuda.is_available()``; elsewhere
+  :func:`unavailable` says why, :func:`available_backends` leaves them out, and running one
+  is an :class:`~lncapacity.errors.InputError` saying so.
 
 Overflow or NaN in a forward pass makes the affected points wrong (a NaN or
 infinite score is not the net's value) and raises no warning, NumPy's or
@@ -47,8 +54,16 @@ if TYPE_CHECKING:  # pragma: no cover
 DTYPES = {"float64": np.float64, "float32": np.float32}
 """The NumPy backends: name -> dtype.  Their names are the precisions themselves."""
 
-TORCH_BACKENDS = {"torch-float64": "float64", "torch-float32": "float32"}
-"""The PyTorch backends: name -> precision."""
+CUDA_BACKENDS = {
+    "torch-cuda-float32": "float32",
+    "torch-cuda-tf32": "float32",
+    "torch-cuda-bfloat16": "bfloat16",
+}
+"""The PyTorch backends on a CUDA device: name -> precision of the scores (TF32 rounds the
+products' inputs to 10-bit mantissas, bfloat16 autocast to 8 bits)."""
+
+TORCH_BACKENDS = {"torch-float64": "float64", "torch-float32": "float32", **CUDA_BACKENDS}
+"""The PyTorch backends (on the CPU, then on CUDA): name -> precision."""
 
 BACKENDS = (*DTYPES, *TORCH_BACKENDS)
 """Every backend name, whether or not PyTorch is installed here."""
@@ -90,12 +105,25 @@ def have_torch() -> bool:
 
 
 def available_backends() -> tuple[str, ...]:
-    """The backends this machine can run: the NumPy ones, and the PyTorch ones if torch imports."""
-    return BACKENDS if have_torch() else tuple(DTYPES)
+    """The backends this machine can run: the NumPy ones, the PyTorch ones if torch imports,
+    and the CUDA ones if a CUDA device is there too."""
+    return tuple(b for b in BACKENDS if unavailable(b) is None)
+
+
+def unavailable(backend: str) -> str | None:
+    """Why ``backend`` cannot run here (PyTorch not installed, no CUDA device), or None."""
+    _check_backend(backend)
+    if backend in DTYPES:
+        return None
+    if not have_torch():
+        return "PyTorch is not installed"
+    if backend in CUDA_BACKENDS and not import_torch().cuda.is_available():
+        return "no CUDA device here: torch.cuda.is_available() is False"
+    return None
 
 
 def precision(backend: str) -> str:
-    """``"float64"`` or ``"float32"``: the dtype ``backend`` computes in."""
+    """``"float64"``, ``"float32"`` or ``"bfloat16"``: the dtype of ``backend``'s scores."""
     _check_backend(backend)
     return TORCH_BACKENDS.get(backend, backend)
 
@@ -301,6 +329,8 @@ def forward(
     if h.ndim != 2 or h.shape[1] != net.input_dim:
         raise InputError(f"expected an array of shape (m, {net.input_dim}), got {h.shape}")
     rows = max(1, FLOAT_CHUNK // max((net.input_dim, *net.widths)))
+    if backend in CUDA_BACKENDS:
+        return _forward_cuda(net, h, backend, rows)
     if backend in TORCH_BACKENDS:
         return _forward_torch(net, h, TORCH_BACKENDS[backend], rows)
     dt = DTYPES[backend]
@@ -397,6 +427,47 @@ def _forward_torch(net: LNNet[Any], h: np.ndarray, dtype: str, rows: int) -> np.
             return out
 
 
+def _forward_cuda(net: LNNet[Any], h: np.ndarray, backend: str, rows: int) -> np.ndarray:
+    """The scores by PyTorch's modules (float32) on a CUDA device, as ``backend`` says: TF32
+    matrix products off or on, or bfloat16 autocast; returned as float32."""
+    if (why := unavailable(backend)) is not None:
+        raise InputError(f"{backend}: {why}")
+    torch = import_torch()
+    matmul = torch.backends.cuda.matmul
+    before = matmul.allow_tf32
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = to_torch(net, "float32", finite=False).to("cuda")
+        out = np.empty((len(h), len(net.classes)), dtype=np.float32)
+        bf16 = backend == "torch-cuda-bfloat16"
+        try:
+            matmul.allow_tf32 = backend == "torch-cuda-tf32"
+            with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+                for start in range(0, len(h), rows):
+                    part = torch.from_numpy(h[start : start + rows].astype(np.float32))
+                    z = model(part.to("cuda"))
+                    out[start : start + rows] = z.float().cpu().numpy()
+        finally:
+            matmul.allow_tf32 = before
+    return out
+
+
+BFLOAT16_SPACING = 2.0**16
+"""bfloat16 has 8 significant bits, float32 24: its spacing is float32's times ``2^16``."""
+
+
+def spacing(values: np.ndarray, dtype: str) -> np.ndarray:
+    """The spacing of the floats of ``dtype`` at ``values`` (``np.spacing``; bfloat16, which
+    NumPy lacks, by float32's)."""
+    if dtype == "bfloat16":
+        top = np.finfo(np.float32).max
+        return np.spacing(np.minimum(values, top).astype(np.float32)).astype(np.float64) * (
+            BFLOAT16_SPACING
+        )
+    top = np.finfo(dtype).max
+    return np.spacing(np.minimum(values, top).astype(dtype)).astype(np.float64)
+
+
 @dataclass(frozen=True)
 class FloatCheck:
     """How a float backend fares on labelled points."""
@@ -417,7 +488,7 @@ class FloatCheck:
 
     @property
     def dtype(self) -> str:
-        """``"float64"`` or ``"float32"``: the precision of the backend."""
+        """``"float64"``, ``"float32"`` or ``"bfloat16"``: the precision of the backend."""
         return precision(self.backend)
 
     @property
@@ -484,8 +555,7 @@ def ulp_disagreement(
     def per_row() -> np.ndarray:
         with np.errstate(all="ignore"):
             mag = np.maximum(np.abs(zz), np.maximum(np.abs(lo), np.abs(hi))).max(axis=1)
-            ulp = np.spacing(np.minimum(mag, np.finfo(dtype).max).astype(dtype)).astype(np.float64)
-            ulp = ulp[:, None]
+            ulp = spacing(mag, dtype)[:, None]
             err = np.maximum(np.abs(zz - lo), np.abs(zz - hi)) / ulp
         return np.where(np.isnan(err), np.inf, err).max(axis=1)
 

@@ -24,7 +24,8 @@ NOT_RIGHT_SHOWN, NOT_RIGHT_PRINTED = 1000, 20
 
 
 def float_backends(option: str | None) -> tuple[str, ...]:
-    """The backends ``--float`` asks for (checked before any long computation), or all there are."""
+    """The backends ``--float`` asks for (checked before any long computation), or all there are
+    (a CUDA backend named where no CUDA device is, is reported skipped, with the reason)."""
     if option is None:
         return floats.available_backends()
     names = tuple(dict.fromkeys(name.strip() for name in option.split(",") if name.strip()))
@@ -47,7 +48,9 @@ def check_float_options(args: argparse.Namespace) -> None:
     if args.float is not None:
         float_backends(args.float)
     if args.require_float is not None:
-        float_backends(args.require_float)
+        for name in float_backends(args.require_float):
+            if (why := floats.unavailable(name)) is not None:
+                raise InputError(f"--require-float {name}: {why}")
 
 
 def check_and_report(
@@ -78,6 +81,8 @@ def check_and_report(
         return exact_scores(net, [points.X[k] for k in rows])
 
     tighten = refine if floats.worth_refining(net) else None
+    skipped = {b: why for b in backends if (why := floats.unavailable(b)) is not None}
+    backends = tuple(b for b in backends if b not in skipped)  # a CUDA one without a device
     checks = [floats.check(net, points, b, exact, tighten, workers) for b in backends]
     errors = {c.backend: max_abs_error(net, points, c.backend, exact) for c in checks}
     failing = [c for c in checks if c.backend in required and not c.all_agree]
@@ -92,6 +97,8 @@ def check_and_report(
     summary = _summary(net, points, cert, checks, seconds, out, args.certificate, written)
     for backend, err in errors.items():
         summary["float"][backend]["max_abs_error"] = None if err is None else json_float(err)
+    for backend, why in skipped.items():  # asked for, but not runnable here: said so
+        summary["float"][backend] = {"skipped": why, "library": "torch"}
     summary |= extra or {}
     summary["torch_skipped"] = args.float is None and not floats.have_torch()
     if args.json:
@@ -328,6 +335,9 @@ def _text(s: dict[str, Any]) -> str:
     if s["points"] - s["certified"] > len(shown):
         lines.append(f"  ... and {s['points'] - s['certified'] - len(shown)} more")
     for name, c in s["float"].items():
+        if "skipped" in c:
+            lines.append(f"{name}: skipped ({c['skipped']})")
+            continue
         x = c["min_margin"]  # a float margin of 0 is a tie, not a tiny certified bound
         if x is None:  # infinite: +inf with one class, -inf (a NaN or infinite score) if wrong
             margin = "-inf (overflow or NaN)" if c["right"] < c["total"] else num(x)
