@@ -25,6 +25,21 @@ from lncapacity.model import Affine, LNNet, Norm, layer_norm
 
 ROOT = Path(__file__).resolve().parents[1]
 Q = fmpq
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """PyTorch on one thread here: once its OpenMP pool has run in a process, a worker forked
+    later (lncapacity.parallel, in other test files) hangs (see floats._forward_torch)."""
+    try:
+        import torch
+    except ImportError:
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 EPS = Q(1, 2**10)
 
 
