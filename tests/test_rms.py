@@ -40,6 +40,8 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
 EPS = Q(1, 2**10)
 
 
@@ -556,7 +558,8 @@ def test_onnx_runs_rms_nets():
 def test_build_rms_nets_through_the_correspondence(arch, width):
     rng = np.random.default_rng(3)
     X, y = rng.normal(size=(80, 3)), rng.integers(0, 3 if arch == "rms-g" else 2, 80)
-    net = lncapacity.build(X, y, arch=arch, eps="1/1000")
+    method = {"method": "runs"} if arch == "rms" else {}  # runs: no circle search to wait for
+    net = lncapacity.build(X, y, arch=arch, eps="1/1000", **method)
     assert net.rms and net.eps == Q(1, 1000) and net.meta["rms"]["bits"] == 128
     if width is not None:
         assert net.width == width
@@ -564,7 +567,9 @@ def test_build_rms_nets_through_the_correspondence(arch, width):
         assert all(n == 2 * g for n, g in zip(net.widths, net.groups, strict=True))
     assert certify(net, X, y).all_certified  # the RMSNorm net itself
     assert floats.check(net, lncapacity.points_from_arrays(X, y), "float64").all_agree
-    twin_of = lncapacity.build(X, y, arch="ln3" if arch == "rms" else "ln-g", eps="1/1500")
+    twin_of = lncapacity.build(
+        X, y, arch="ln3" if arch == "rms" else "ln-g", eps="1/1500", **method
+    )
     assert twin_of.depth == net.depth  # the LayerNorm net with eps 2/3 of RMSNorm's
     with pytest.raises(InputError, match="exact merges"):
         lncapacity.build(X, y, arch=arch, exact=True, method="pma")
