@@ -135,9 +135,9 @@ def shatter(
         exactly ``groups`` groups of 3 per layer, and ``X`` defaults to ``0, 1, ..., 2
         groups`` (``2 groups + 1`` points: proofs/ln_g_vc.md, Theorems 1, 2).
     rms
-        Every net is the RMSNorm twin of the LayerNorm net (:func:`lncapacity.construct.rms.
-        rms_net`, proofs/rmsnorm.md): width 2, or groups of 2 with ``groups``; ``eps`` is
-        RMSNorm's.  The certificate's header says ``"norm": "rms"``.
+        Every net is the RMSNorm twin of the LayerNorm net
+        (:func:`lncapacity.construct.rms.rms_net`, proofs/rmsnorm.md): width 2, or groups of
+        2 with ``groups``; ``eps`` is RMSNorm's.  The certificate's header says ``"norm": "rms"``.
     scheduler
         ``"local:N"`` or a Dask scheduler's address: the chunks run on a Dask cluster
         (:mod:`lncapacity.cluster`) instead of the process pool; the certificate is the
