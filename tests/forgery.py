@@ -769,9 +769,11 @@ def grouped(net: Any) -> Any:
     return LNNet(net.input_dim, width, net.eps, tuple(layers), readout, net.classes, {}, norms)
 
 
-def grouped_net_bases(rng: random.Random, count: int = 4) -> list[tuple[dict, list, list, Any]]:
-    """Nets built for random sets (both methods, eps 0 and 1e-5), made LN-G by :func:`grouped`:
-    (lnnet/1.1 object, X, y, points)."""
+def _built_bases(
+    rng: random.Random, count: int, make: Callable[[list, list, str, str, int], Any]
+) -> list[tuple[dict, list, list, Any]]:
+    """``count`` nets ``make(X, y, eps, method, i)`` for random sets (methods ``runs`` and
+    ``pma`` in turn, eps 0 and 1e-5), those with a layer: (lnnet/1.1 object, X, y, points)."""
     import lncapacity
     from lncapacity import fileformat
 
@@ -781,11 +783,22 @@ def grouped_net_bases(rng: random.Random, count: int = 4) -> list[tuple[dict, li
         ((X, y),) = random_sets(rng, 1)
         method = ("runs", "pma")[i % 2]
         eps = ("0", "1/100000")[(i // 2) % 2]
-        net = lncapacity.build(X, y, eps=eps, method=method)
-        if net.depth:  # a linear separation has no layer to group
-            d = fileformat.to_dict(grouped(net))
-            built.append((d, X, y, lncapacity.points_from_arrays(X, y)))
+        net = make(X, y, eps, method, i)
+        if net.depth:  # a linear separation has no layer to group or normalise
+            built.append((fileformat.to_dict(net), X, y, lncapacity.points_from_arrays(X, y)))
     return built
+
+
+def grouped_net_bases(rng: random.Random, count: int = 4) -> list[tuple[dict, list, list, Any]]:
+    """Nets built for random sets (both methods, eps 0 and 1e-5), made LN-G by :func:`grouped`:
+    (lnnet/1.1 object, X, y, points)."""
+    import lncapacity
+
+    def make(X: list, y: list, eps: str, method: str, i: int) -> Any:
+        net = lncapacity.build(X, y, eps=eps, method=method)
+        return grouped(net) if net.depth else net
+
+    return _built_bases(rng, count, make)
 
 
 GROUP_KINDS = ["groups-value", "groups-drop", "requires-drop", "groups-swap", "groups-ln"]
@@ -821,22 +834,13 @@ def rms_net_bases(rng: random.Random, count: int = 4) -> list[tuple[dict, list, 
     methods, eps 0 and 1e-5; the last ``"rms-g"``, RMSNorm in groups of 2): (lnnet/1.1
     object, X, y, points)."""
     import lncapacity
-    from lncapacity import fileformat
 
-    built: list[tuple[dict, list, list, Any]] = []
-    while len(built) < count:
-        i = len(built)
-        ((X, y),) = random_sets(rng, 1)
-        method = ("runs", "pma")[i % 2]
-        eps = ("0", "1/100000")[(i // 2) % 2]
+    def make(X: list, y: list, eps: str, method: str, i: int) -> Any:
         if i == count - 1:
-            net = lncapacity.build(X, y, eps=eps, arch="rms-g")
-        else:
-            net = lncapacity.build(X, y, eps=eps, method=method, arch="rms")
-        if net.depth:  # a linear separation has no layer to normalise
-            d = fileformat.to_dict(net)
-            built.append((d, X, y, lncapacity.points_from_arrays(X, y)))
-    return built
+            return lncapacity.build(X, y, eps=eps, arch="rms-g")
+        return lncapacity.build(X, y, eps=eps, method=method, arch="rms")
+
+    return _built_bases(rng, count, make)
 
 
 RMS_KINDS = ["norm-drop", "norm-value", "rms-requires-drop", "norm-ln", "rms-groups"]
