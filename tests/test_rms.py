@@ -345,7 +345,10 @@ def run(*args, cwd):
     )
 
 
-def test_verify_explain_plot_and_trace_an_rms_net(tmp_path):
+def test_verify_explain_plot_and_trace_an_rms_net(tmp_path, monkeypatch, capsys):
+    """The commands in this process (``main``), on a built RMSNorm net."""
+    from lncapacity.cli import main
+
     rng = np.random.default_rng(1)
     X, y = rng.normal(size=(30, 2)), rng.integers(0, 2, 30)
     (tmp_path / "p.csv").write_text(
@@ -353,20 +356,26 @@ def test_verify_explain_plot_and_trace_an_rms_net(tmp_path):
         + "".join(f"{a!r},{b!r},{c}\n" for (a, b), c in zip(X.tolist(), y.tolist(), strict=True))
     )
     lncapacity.save(rms_net(lncapacity.build(X, y, method="runs")), tmp_path / "rms.json")
-    r = run("verify", "rms.json", "p.csv", "--json", cwd=tmp_path)
-    s = json.loads(r.stdout)
-    assert r.returncode == 0 and s["norm"] == "rms" and s["all_certified"]
-    assert all(c["right"] == 30 for c in s["float"].values())
-    assert "width 2 RMSNorm" in run("verify", "rms.json", "p.csv", cwd=tmp_path).stdout
-    r = run("explain", "rms.json", "p.csv", "--json", cwd=tmp_path)
-    account = json.loads(r.stdout)
-    assert r.returncode == 0 and account["net"]["norm"] == "rms"
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args):
+        code = main([*args, "rms.json", "p.csv"] + (["--json"] if args[0] != "plot" else []))
+        return code, capsys.readouterr().out
+
+    only = ("--float", "float64,float32")  # NumPy's (PyTorch's: test_torch_modules_of_rms_nets)
+    code, out = run("verify", *only)
+    s = json.loads(out)
+    assert code == 0 and s["norm"] == "rms" and s["all_certified"]
+    assert [c["right"] for c in s["float"].values()] == [30, 30]
+    assert main(["verify", "rms.json", "p.csv", *only]) == 0
+    assert "width 2 RMSNorm" in capsys.readouterr().out
+    code, out = run("explain")
+    account = json.loads(out)
+    assert code == 0 and account["net"]["norm"] == "rms"
     assert all(layer["fold_point"] is not None for layer in account["layers"])
-    r = run("plot", "rms.json", "p.csv", "--out", "plots", cwd=tmp_path)
-    assert r.returncode == 0 and (tmp_path / "plots" / "fold_maps.png").is_file()
-    r = run("trace", "rms.json", "p.csv", "--json", cwd=tmp_path)
-    rows = json.loads(r.stdout)
-    assert r.returncode == 0 and len(rows["layers"]) == 2 + s["depth"]
+    assert run("plot", "--out", "plots")[0] == 0 and (tmp_path / "plots/fold_maps.png").is_file()
+    code, out = run("trace")
+    assert code == 0 and len(json.loads(out)["layers"]) == 2 + s["depth"]
 
 
 def test_trace_in_groups_takes_the_whole_space():
@@ -573,6 +582,19 @@ def test_build_rms_nets_through_the_correspondence(arch, width):
     assert twin_of.depth == net.depth  # the LayerNorm net with eps 2/3 of RMSNorm's
     with pytest.raises(InputError, match="exact merges"):
         lncapacity.build(X, y, arch=arch, exact=True, method="pma")
+
+
+@pytest.mark.slow
+def test_a_2000_point_rms_net_is_certified_and_right_in_float64():
+    """The measurement of proofs/rmsnorm.md, section 5: a width-2 RMSNorm net for 2,000 random
+    points in R^3 (two random labels), certified on its own and right in float64 by the NumPy
+    pass of RMSNorm layers (neither goes through the LayerNorm twin)."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(2000, 3)), rng.integers(0, 2, 2000)
+    net = lncapacity.build(X, y, arch="rms", method="runs")
+    assert net.width == 2 and all(n.rms for n in net.norms) and net.depth >= 900
+    assert certify(net, X, y).all_certified
+    assert floats.check(net, lncapacity.points_from_arrays(X, y), "float64").agree == 2000
 
 
 def test_pma_twins_get_more_bits():
