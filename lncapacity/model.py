@@ -128,8 +128,8 @@ class Norm(Generic[T]):
 
     @property
     def min_group(self) -> int:
-        """1 for RMSNorm, 2 for LayerNorm (one centred feature is 0/0): the least size a group
-        may have."""
+        """The least size a group may have, 1 for RMSNorm and 2 for LayerNorm (one centred
+        feature is 0/0)."""
         return 1 if self.rms else 2
 
 
