@@ -103,7 +103,9 @@ def rates(pairs: int, cluster: list[int]) -> None:
         ks = sorted(rng.sample(range(0, 1 << n, 2), pairs))
         method = "circle" if kind == "line" else "sector"
         t = time.perf_counter()
-        records = _shatter_chunk((X, L, epsilon(0), ks, {"method": method, "restarts": 6}, None))
+        records = _shatter_chunk(
+            (X, L, epsilon(0), ks, {"method": method, "restarts": 6}, None, False)
+        )
         per = (time.perf_counter() - t) / (2 * pairs)
         found = sum(2 for r in records if "error" not in r)
         total = 1 << n

@@ -31,15 +31,14 @@ from .workers import CHUNK, _imap
 
 
 def _shatter_chunk(
-    args: tuple[Any, ...],
+    args: tuple[list[tuple[fmpq, ...]], int, fmpq, list[int], dict | None, int | None, bool],
 ) -> list[dict]:
     """Build and certify the nets of some labelings: ``args`` is ``(X, depth, eps, labelings,
-    search, groups[, rms])``."""
+    search, groups, rms)``."""
     from ..construct import build  # workers build; the verifier never imports this
     from ..construct.rms import ln_eps, rms_net
 
-    X, depth, eps, ks, search, groups, *rest = args
-    rms = bool(rest and rest[0])
+    X, depth, eps, ks, search, groups, rms = args
     if rms:  # the LayerNorm nets are built with eps 2/3 of RMSNorm's, then twinned
         eps = ln_eps(eps)
     m, mask = len(X), (1 << len(X)) - 1
