@@ -528,7 +528,7 @@ def test_state_dicts_with_rms_and_parallel_entries(tmp_path):
     torch.save(models["rms"], tmp_path / "module.pt")  # nn.RMSNorm pickled: a safe class
     assert load_torch(tmp_path / "module.pt").rms
     bad = {
-        "ParallelLS:x": "given as ParallelLS:N",
+        "ParallelLS:x": "given as ParallelLS:K, K a group",
         "ParallelLS:4": "groups of 4 of 6 features",
         "RMSNorm": "needs a 1-D weight",
     }

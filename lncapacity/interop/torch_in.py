@@ -325,8 +325,8 @@ def _spec_groups(kind: str, where: str) -> int:
     match = _SPEC_GROUPS.fullmatch(kind)
     if match is None:
         name = kind.partition(":")[0]
-        what = "its number of groups" if name == "GroupNorm" else "the features of a group"
-        raise InputError(f"{where}: a {name} is given as {name}:N, N {what}")
+        n, what = ("G", "its number of groups") if name == "GroupNorm" else ("K", "a group's size")
+        raise InputError(f"{where}: a {name} is given as {name}:{n}, {n} {what}")
     return int(match[1])
 
 
