@@ -3,7 +3,7 @@
 proofs/ln_g_depth.md, Theorem 5.  A net qualifies when its weights say so (nothing else is
 read): depth 2, no LayerNorm gain or bias, groups of 3 in both layers, and
 
-* layer 1: every group's rows ``(s_j r, -s_j r, 0)`` for one ``r`` and ``s_j >= 0`` (Lemma 8 of
+* layer 1: every group's rows ``(s_j r, -s_j r, 0)`` for one ``r`` and ``s_j >= 0`` (Lemma 7 of
   proofs/ln_g_steps.md: group ``j`` reads ``sqrt(6) sigma_j(t)``,
   ``sigma_j(t) = sigma_{b_j}(s_j t - C_j)`` of ``t = r . x``).  The step group with the widest
   step (the largest ``(b_j / s_j)^2``) is the *pass-through* ``phi = sigma_P``; every other group
@@ -95,6 +95,13 @@ def blocks_certificate(
     """Margin enclosures for every point by Theorem 5 (``-inf, inf`` where it decides nothing),
     or None when ``net`` (folded: no gains) is not of the theorem's form or its numbers need
     too long a common denominator."""
+    with np.errstate(all="ignore"):  # inf and NaN leave points undecided
+        return _blocks_certificate(net, X, labels)
+
+
+def _blocks_certificate(
+    net: LNNet[fmpq], X: tuple[tuple[fmpq, ...], ...], labels: np.ndarray
+) -> Verdicts | None:
     if net.depth != 2 or len(net.classes) < 2:
         return None
     if not (net.norm(0).is_identity and net.norm(1).is_identity):
@@ -165,7 +172,8 @@ def blocks_certificate(
             np.cumsum(dK[by_lo], axis=1, out=prefix[:, 1:])
             ideal = (2 * prefix[kk, nn] - prefix[kk, U]).astype(np.float64)  # exact: < 2^52
             diff = iv.add(iv.mul((ideal, ideal), s6k), bounds(rho[l_] - rho[c]))
-            err = iv.up(iv.up(s6k[1] * int(np.abs(dK).sum())) * tau2[rows])
+            spread = int(np.abs(dK).sum())
+            err = iv.up(iv.up(s6k[1] * spread) * tau2[rows]) if spread else 0.0
             lo[rows] = np.minimum(lo[rows], iv.down(diff[0] - err))
             hi[rows] = np.minimum(hi[rows], iv.up(diff[1] + err))
     return Verdicts.of(lo, hi, undecided, THEOREM)

@@ -1,6 +1,6 @@
 """What a group of 3 and a map after it compute, read from the weights alone.
 
-proofs/ln_g_steps.md, Lemma 8: a group of 3 whose rows are ``(w, -w, 0)`` and whose biases
+proofs/ln_g_steps.md, Lemma 7: a group of 3 whose rows are ``(w, -w, 0)`` and whose biases
 are ``(p, q, e)`` is fed ``y`` with ``y - mean(y) 1 = (w . h - C) u + B v`` (``u = (1, -1, 0)``,
 ``v = (1, 1, -2)``), ``C = (q - p) / 2``, ``B = (p + q - 2 e) / 6``, and reads
 ``u . LN(y) = sqrt(6) sigma_b(w . h - C)`` with ``b^2 = 3 B^2 + 3 eps / 2`` (any ``eps >= 0``);
@@ -28,7 +28,7 @@ GROUP = 3
 
 @dataclass(frozen=True)
 class Group:
-    """One group of 3 of a layer, read from its weights (Lemma 8): rows ``(w, -w, 0)``, fed
+    """One group of 3 of a layer, read from its weights (Lemma 7): rows ``(w, -w, 0)``, fed
     ``(w . h - centre) u + B v``, read ``sqrt(6) sigma_b(w . h - centre)`` with ``b2 = b^2``."""
 
     w: tuple[fmpq, ...]
@@ -37,7 +37,7 @@ class Group:
 
 
 def steps_of(layer: Affine[fmpq], eps: fmpq) -> list[Group] | None:
-    """Every group of 3 of ``layer`` read as a step (Lemma 8), or None if some group's rows are
+    """Every group of 3 of ``layer`` read as a step (Lemma 7), or None if some group's rows are
     not ``(w, -w, 0)`` for one ``w``."""
     W, b = layer.W, layer.b
     if len(W) % GROUP:
@@ -56,7 +56,7 @@ def steps_of(layer: Affine[fmpq], eps: fmpq) -> list[Group] | None:
 
 def u_coefficients(rows: Sequence[Sequence[fmpq]], groups: int) -> list[list[fmpq]] | None:
     """For each row (a class of the readout, or a unit of the next layer) and each group of 3
-    it reads: ``a1 - a2``, the row reading ``((a1 - a2) / 2) u . LN`` of the group (Lemma 8); or
+    it reads: ``a1 - a2``, the row reading ``((a1 - a2) / 2) u . LN`` of the group (Lemma 7); or
     None if some row reads some group off ``u`` (``a1 + a2 != 2 a3``)."""
     out = []
     for row in rows:

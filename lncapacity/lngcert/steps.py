@@ -1,8 +1,8 @@
 """The certificate of a depth-1 LN-G step net by its margin theorem, in ``O(m log m)``.
 
-proofs/ln_g_steps.md, Theorem 7.  A net qualifies when its weights say so (nothing else is
+proofs/ln_g_steps.md, Theorem 8.  A net qualifies when its weights say so (nothing else is
 read): depth 1, no LayerNorm gain or bias, groups of 3, every group's rows ``(r, -r, 0)`` for
-one ``r`` (so group ``j`` reads ``sqrt(6) sigma_{b_j}(t - C_j)`` of ``t = r . x``, Lemma 8),
+one ``r`` (so group ``j`` reads ``sqrt(6) sigma_{b_j}(t - C_j)`` of ``t = r . x``, Lemma 7),
 the centres ``C_j`` distinct, and a readout that reads every group along ``u`` only, with
 coefficients ``kappa_cj`` and any biases ``rho_c``.  Then for a point at ``t`` (not a centre),
 with ``d_-``, ``d_+`` its distances to the nearest centres below and above, ``h`` the least
@@ -40,15 +40,22 @@ from .reads import (
 )
 from .verdicts import Verdicts
 
-THEOREM = "proofs/ln_g_steps.md, Theorem 7"
+THEOREM = "proofs/ln_g_steps.md, Theorem 8"
 
 
 def steps_certificate(
     net: LNNet[fmpq], X: tuple[tuple[fmpq, ...], ...], labels: np.ndarray
 ) -> Verdicts | None:
-    """Margin enclosures for every point by Theorem 7 (``-inf, inf`` where it decides nothing:
+    """Margin enclosures for every point by Theorem 8 (``-inf, inf`` where it decides nothing:
     a point on a centre, a bound out of the float range), or None when ``net`` (folded: no
     gains) is not of the theorem's form or its numbers need too long a common denominator."""
+    with np.errstate(all="ignore"):  # inf and NaN leave points undecided
+        return _steps_certificate(net, X, labels)
+
+
+def _steps_certificate(
+    net: LNNet[fmpq], X: tuple[tuple[fmpq, ...], ...], labels: np.ndarray
+) -> Verdicts | None:
     if net.depth != 1 or len(net.classes) < 2 or not net.norm(0).is_identity:
         return None
     groups = steps_of(net.layers[0], net.eps)
@@ -76,7 +83,7 @@ def steps_certificate(
     gaps = as_floats(C[1:] - C[:-1], scale) if G > 1 else np.array([np.inf])
     if gaps is None:
         return None
-    h = iv.down(np.array(gaps.min()))
+    h = iv.down(np.array(gaps.min())) if G > 1 else np.array(np.inf)
     f_below = _f(V, C, k, scale, h, side=-1)
     f_above = _f(V, C, k, scale, h, side=1)
     if f_below is None or f_above is None:
@@ -100,7 +107,7 @@ def steps_certificate(
             ideal = (2 * S[kk] - S[G]).astype(np.float64)  # exact: |S| < 2^51
             diff = iv.add(iv.mul((ideal, ideal), s6), bounds(rho[l_] - rho[c]))
             widest = int(np.abs(K[l_] - K[c]).max())
-            err = iv.up(iv.up(s6[1] * widest) * T[rows])
+            err = iv.up(iv.up(s6[1] * widest) * T[rows]) if widest else 0.0
             lo[rows] = np.minimum(lo[rows], iv.down(diff[0] - err))
             hi[rows] = np.minimum(hi[rows], iv.up(diff[1] + err))
     return Verdicts.of(lo, hi, on, THEOREM)
