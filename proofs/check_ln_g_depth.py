@@ -174,8 +174,7 @@ def test_toggles_formula():
 
 
 def _groups_of(labels):
-    ts = [fmpq(i) for i in range(len(labels))]
-    return choose_blocks(ts, labels)
+    return choose_blocks(labels)
 
 
 def test_theorem_4_two_classes():

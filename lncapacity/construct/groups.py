@@ -30,7 +30,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +42,7 @@ from ..data import PointSet
 from ..errors import InputError
 from ..model import Affine, Label, LNNet, Norm
 from ..reproducible import matmul
+from .common_denominator import Columns, dyadic_in
 from .project import directions
 
 GROUP = 3
@@ -91,6 +92,7 @@ def build_ln_g(
     classes: Sequence[Label] | None = None,
     meta: dict[str, Any] | None = None,
     frame: Frame | None = None,
+    columns: Columns | None = None,
 ) -> LNNet[fmpq]:
     """A depth-1 LN-G net (groups of 3, one per label boundary and two more) that classifies
     every point of ``points`` correctly, with a margin of at least ``0.92 sqrt(6)``.
@@ -98,9 +100,10 @@ def build_ln_g(
     ``eps >= 0`` (exact) is LayerNorm's epsilon; ``classes``: the readout's rows (default the
     sorted labels; absent ones score 0); ``frame = (X', s, o)`` with ``x = s x' + o``
     coordinatewise: the coordinates the direction is searched in (``build`` passes its
-    normalised ones; default ``points.X`` itself).  ``meta`` is updated and becomes the net's.
+    normalised ones; default ``points.X`` itself), ``columns`` their :class:`.Columns` if
+    known.  ``meta`` is updated and becomes the net's.
     """
-    cls, present, yk, read, shift, t = line(points, seed, classes, frame)
+    cls, present, yk, read, shift, t = line(points, seed, classes, frame, columns)
     steps = place_centres(read, shift, t, yk)
     beta, S = steepness(steps.delta, eps)
     b2 = 3 * beta**2 + 3 * eps / (2 * S**2)
@@ -119,7 +122,7 @@ def build_ln_g(
         delta=str(steps.delta),
         b2=str(b2),
         margin=_floor4(1 - tails),
-        float=rooms(points, steps, layer, beta, S, eps),
+        float=rooms(points, steps, layer, beta, S, eps, t.raw),
     )
     return LNNet(
         points.d,
@@ -141,32 +144,60 @@ Frame = tuple[Sequence[Sequence[fmpq]], Sequence[fmpq], Sequence[fmpq]]
 """``(X', s, o)`` with ``x = s x' + o`` coordinatewise (``build``'s normalised coordinates)."""
 
 
+@dataclass(frozen=True)
+class Line:
+    """The points' places on the line, exactly: ``t_i = T[i] / D`` (``T`` Python integers);
+    ``order`` sorts them (stable); ``raw``: the :class:`.Columns` of the points' own
+    coordinates (``points.X``, for the float rooms)."""
+
+    T: list[int]
+    D: int
+    order: list[int]
+    raw: Columns
+
+    def __getitem__(self, i: int) -> fmpq:
+        return fmpq(self.T[i], self.D)
+
+    def __len__(self) -> int:
+        return len(self.T)
+
+
 def line(
-    points: PointSet, seed: int, classes: Sequence[Label] | None, frame: Frame | None
-) -> tuple[tuple[Label, ...], list[Label], list[int], tuple[fmpq, ...], fmpq, list[fmpq]]:
+    points: PointSet,
+    seed: int,
+    classes: Sequence[Label] | None,
+    frame: Frame | None,
+    columns: Columns | None = None,
+) -> tuple[tuple[Label, ...], list[Label], list[int], tuple[fmpq, ...], fmpq, Line]:
     """The line an LN-G net reads: ``(classes, present, yk, read, shift, t)`` with ``yk`` the
     points' labels numbered in ``present`` (the classes that occur, in ``classes``' order),
-    and ``t = read^T x - shift`` exactly for every point (:func:`choose_direction`, searched
-    in the coordinates of ``frame``, default ``points.X``).  :class:`InputError` for a label
-    not among ``classes``."""
+    and ``t = read^T x - shift`` exactly for every point (a :class:`Line`;
+    :func:`choose_direction`, searched in the coordinates of ``frame``, default ``points.X``,
+    whose :class:`.Columns` are ``columns`` if given).  :class:`InputError` for a label not
+    among ``classes``."""
     cls = tuple(points.classes if classes is None else classes)
     if missing := sorted(set(points.y) - set(cls), key=str):
         raise InputError(f"labels {missing} are not among the classes {list(cls)}")
     present = sorted(set(points.y), key=cls.index)
     yk = [present.index(label) for label in points.y]
     d = points.d
-    Xn, scale, offset = frame if frame is not None else (points.X, [fmpq(1)] * d, [fmpq(0)] * d)
-    w, t = choose_direction(Xn, yk, seed)
+    if frame is None:
+        frame = (points.X, [fmpq(1)] * d, [fmpq(0)] * d)
+    Xn, scale, offset = frame
+    cols = columns if columns is not None else Columns(Xn)
+    plain = all(v == 1 for v in scale) and not any(offset)
+    w, T, D, order = choose_direction(cols, yk, seed)
     read = tuple(wi / si for wi, si in zip(w, scale, strict=True))
     shift = sum((r * o for r, o in zip(read, offset, strict=True)), fmpq(0))
-    return cls, present, yk, read, shift, t
+    return cls, present, yk, read, shift, Line(T, D, order, cols if plain else Columns(points.X))
 
 
 def choose_direction(
-    X: Sequence[Sequence[fmpq]], y: Sequence[int], seed: int = 0
-) -> tuple[tuple[fmpq, ...], list[fmpq]]:
+    cols: Columns, y: Sequence[int], seed: int = 0
+) -> tuple[tuple[fmpq, ...], list[int], int, list[int]]:
     """A direction ``w`` (exact) along which no two points of different labels tie, and the
-    projections ``w^T x`` (exact).
+    projections ``w^T x = T[i] / D`` (exact), with the order that sorts them (stable), for
+    points with coordinates ``cols``.
 
     The candidates: :func:`.project.directions` (axes, small-integer and 10-bit dyadic
     directions, Fisher's) and up to :data:`EXTRA_MAX` seeded random 10-bit dyadic ones
@@ -179,8 +210,8 @@ def choose_direction(
     So on structured data (few boundaries along a good direction) boundaries decide, and on
     random labels (every direction has about as many) float room does.
     """
-    m, d = len(X), len(X[0])
-    Xf = np.asarray([[to_float(v) for v in row] for row in X])
+    m, d = cols.m, cols.d
+    Xf = cols.floats()
     labels = np.asarray(y)
     W, _ = directions(Xf, labels, seed=seed)
     if d > 1:
@@ -200,17 +231,18 @@ def choose_direction(
     def rank(k: int) -> tuple[bool, float, int, float]:
         return bool(boundaries[k] > near), -min(room[k], need), int(boundaries[k]), -room[k]
 
-    for k in sorted(range(len(W)), key=rank):
-        t = _dot(W[k], X)
-        if _no_cross_ties(t, y):
-            return W[k], t
-    j = 2
-    while True:  # the moment curve: each difference of points is orthogonal to few of these
-        w = tuple(fmpq(j) ** i for i in range(d))
-        t = _dot(w, X)
-        if _no_cross_ties(t, y):
-            return w, t
-        j += 1
+    def moment_curve() -> Iterator[tuple[fmpq, ...]]:
+        j = 2
+        while True:  # each difference of points is orthogonal to few of these
+            yield tuple(fmpq(j) ** i for i in range(d))
+            j += 1
+
+    for w in itertools.chain((W[k] for k in sorted(range(len(W)), key=rank)), moment_curve()):
+        T, D = cols.project(w)
+        order = _no_cross_ties(T, labels)
+        if order is not None:
+            return w, T.tolist(), D, order
+    raise AssertionError("unreachable: the moment curve separates")
 
 
 def _random_directions(d: int, seed: int, count: int) -> list[tuple[fmpq, ...]]:
@@ -237,51 +269,60 @@ def float_boundaries(P: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return change.sum(axis=0), gaps.min(axis=0, initial=np.inf)
 
 
-def _dot(w: Sequence[fmpq], X: Sequence[Sequence[fmpq]]) -> list[fmpq]:
-    return [sum((wi * xi for wi, xi in zip(w, x, strict=True)), fmpq(0)) for x in X]
-
-
-def _no_cross_ties(t: Sequence[fmpq], y: Sequence[int]) -> bool:
-    """Whether no two points of different labels have the same projection (decided exactly)."""
-    order = sorted(range(len(t)), key=t.__getitem__)
-    return all(t[a] != t[b] or y[a] == y[b] for a, b in itertools.pairwise(order))
+def _no_cross_ties(T: np.ndarray, y: np.ndarray) -> list[int] | None:
+    """The order that sorts the integers ``T`` (stable), if no two points of different labels
+    have the same ``T`` (decided exactly); else None."""
+    values = T.tolist()
+    order = sorted(range(len(values)), key=values.__getitem__)
+    ts, ls = T[order], y[order]
+    return None if ((ts[1:] == ts[:-1]) & (ls[1:] != ls[:-1])).any() else order
 
 
 # ---------------------------------------------------------------------------
 # centres and steepness
 
 
-def place_centres(
-    read: tuple[fmpq, ...], shift: fmpq, t: Sequence[fmpq], y: Sequence[int]
-) -> Steps:
+def place_centres(read: tuple[fmpq, ...], shift: fmpq, t: Line, y: Sequence[int]) -> Steps:
     """The centres along ``t`` (no two points of different labels tie): one between every two
     neighbours of different labels, within ``WINDOW`` times their gap of the midpoint, and one
     beyond each end, at more than ``D`` from it (``D`` a power of two at least half the
-    largest gap between neighbours): the ends set ``delta`` only when there is no boundary."""
-    order = sorted(range(len(t)), key=t.__getitem__)
-    ts = [t[i] for i in order]
-    ls = [y[i] for i in order]
+    largest gap between neighbours): the ends set ``delta`` only when there is no boundary.
+
+    In integers over ``t``'s denominator (:func:`.dyadic_in`: the rationals' own dyadics)."""
+    order = t.order
+    ts = [t.T[i] for i in order]
+    ls = np.asarray(y)[order]
+    Q = t.D
+    # (mid -+ gap / 16) and mid over 32 Q, mid = (lo + hi) / 2: WINDOW = 1/16
+    assert WINDOW == fmpq(1, 16)
     centres: list[fmpq] = []
-    runs = [ls[0]]
-    delta: fmpq | None = None
-    widest = fmpq(0)
-    for a in range(len(ts) - 1):
+    near: list[tuple[int, int]] = []  # each centre's distance to its nearer neighbour: (p, q)
+    for a in np.flatnonzero(ls[1:] != ls[:-1]).tolist():
         lo, hi = ts[a], ts[a + 1]
-        widest = max(widest, hi - lo)
-        if ls[a] == ls[a + 1]:
-            continue
-        gap, mid = hi - lo, (lo + hi) / 2
-        c = dyadic_between(mid - gap * WINDOW, mid + gap * WINDOW, mid)
+        mid, gap = 16 * (lo + hi), 2 * (hi - lo)
+        c = dyadic_in(mid - gap, mid + gap, mid, 32 * Q)
         centres.append(c)
-        runs.append(ls[a + 1])
-        near = min(c - lo, hi - c)
-        delta = near if delta is None else min(delta, near)
-    D = _power_of_two_at_least(widest / 2 if widest else fmpq(1))
-    first = dyadic_between(ts[0] - 2 * D, ts[0] - D)
-    last = dyadic_between(ts[-1] + D, ts[-1] + 2 * D)
-    ends = min(ts[0] - first, last - ts[-1])
-    delta = ends if delta is None else min(delta, ends)
+        n, k = int(c.p), int(c.q)
+        near.append((min(n * Q - lo * k, hi * k - n * Q), k * Q))
+    runs = [int(ls[0]), *(int(ls[a + 1]) for a in np.flatnonzero(ls[1:] != ls[:-1]))]
+    widest = max((b - a for a, b in itertools.pairwise(ts)), default=0)
+    first_t, last_t = fmpq(ts[0], Q), fmpq(ts[-1], Q)
+    D = _power_of_two_at_least(fmpq(widest, 2 * Q) if widest else fmpq(1))
+    first = dyadic_between(first_t - 2 * D, first_t - D)
+    last = dyadic_between(last_t + D, last_t + 2 * D)
+    delta = min(first_t - first, last - last_t)
+    if near:
+        delta = min(delta, least(near))
     return Steps(read, shift, (first, *centres, last), tuple(runs), delta)
+
+
+def least(fractions: Sequence[tuple[int, int]]) -> fmpq:
+    """The least of the positive rationals ``p / q`` given as integer pairs, exactly: the
+    correctly rounded floats propose (rounding is monotone, so the least rational's float is
+    the least float) and the rationals with that float decide."""
+    floats = np.array([p / q for p, q in fractions])
+    low = floats.min()
+    return min(fmpq(*fractions[i]) for i in np.flatnonzero(floats == low).tolist())
 
 
 def steepness(delta: fmpq, eps: fmpq) -> tuple[fmpq, fmpq]:
@@ -368,18 +409,22 @@ def _gamma(n: int, u: fmpq) -> fmpq:
 
 
 def rooms(
-    points: PointSet, steps: Steps, layer: Affine[fmpq], beta: fmpq, S: fmpq, eps: fmpq
+    points: PointSet,
+    steps: Steps,
+    layer: Affine[fmpq],
+    beta: fmpq,
+    S: fmpq,
+    eps: fmpq,
+    raw: Columns,
 ) -> dict[str, Any]:
     """How much room each float format has: ``room = delta / E`` with ``E`` the bound on the
     float error of every group's input in units of ``t`` (Lemma 5), and whether the float
     margin bound of Theorem 6 proves every point right (``proved``, with that ``margin`` over
     ``sqrt(6)``) in lncapacity's NumPy backend; never where a number leaves the format's
-    normal range (``_in_range``)."""
-    size = max(
-        sum((abs(r) * abs(x) for r, x in zip(steps.read, row, strict=True)), fmpq(0))
-        for row in points.X
-    )
-    reach = max(abs(c + steps.shift) for c in steps.centres)
+    normal range (``_in_range``).  ``raw``: the :class:`.Columns` of ``points.X``."""
+    size = raw.abs_dot_max(steps.read)
+    # the centres increase: the farthest from 0 is an end
+    reach = max(abs(steps.centres[0] + steps.shift), abs(steps.centres[-1] + steps.shift))
     per_class = max(
         sum(1 for k in coefficients(steps.runs, label) if k) for label in set(steps.runs)
     )
@@ -388,7 +433,9 @@ def rooms(
     for dtype, u in UNIT.items():
         E = _gamma(points.d + 5, u) * size + _gamma(3, u) * (reach + beta)
         ok, margin = float_margin(steps.delta, b2, E, per_class, u)
-        ok = ok and _in_range(points, layer, S * (size + reach + beta), eps, dtype)
+        ok = ok and _in_range(
+            raw, layer, _least_bias(steps, beta, S), S * (size + reach + beta), eps, dtype
+        )
         out[dtype] = {"room": _short(steps.delta / E), "proved": ok}
         if ok:
             out[dtype]["margin"] = _floor4(margin)
@@ -401,22 +448,38 @@ TOP = {"float64": fmpq(2) ** 1023, "float32": fmpq(2) ** 127}
 """A power of two at most the largest number of each format."""
 
 
-def _in_range(points: PointSet, layer: Affine[fmpq], reach: fmpq, eps: fmpq, dtype: str) -> bool:
-    """Theorem 6's range condition: every nonzero input coordinate, weight, bias, product of
-    an input and a weight and ``eps`` at least the smallest normal number (no underflow, so
-    every rounding is relative), and the largest pre-activation ``reach`` (``S (M + max |C_j|
-    + beta)``) below the square root of the largest number over 4 (no square, sum or input
-    overflows)."""
-    xs = [abs(v) for row in points.X for v in row if v]
+def _least_bias(steps: Steps, beta: fmpq, S: fmpq) -> fmpq | None:
+    """The least nonzero ``|b|`` over the biases ``S (beta -+ C_j)``, ``-2 S beta`` of
+    :func:`steps_layer` (``C_j = c_j + shift``), None if all are 0: near ``C_j = +-beta``,
+    found by bisection in the increasing centres."""
+    cs, shift = steps.centres, steps.shift
+    found = [2 * S * beta] if beta else []
+    for target in (beta, -beta):  # |beta - C| and |beta + C| = |-beta - C|
+        i = bisect.bisect_left(cs, target - shift)
+        for j in range(max(0, i - 2), min(len(cs), i + 2)):
+            v = abs(target - (cs[j] + shift)) * S
+            if v:
+                found.append(v)
+    return min(found, default=None)
+
+
+def _in_range(
+    raw: Columns, layer: Affine[fmpq], least_bias: fmpq | None, reach: fmpq, eps: fmpq, dtype: str
+) -> bool:
+    """Theorem 6's range condition: every nonzero input coordinate, weight, bias (the least
+    nonzero ``|bias|`` is ``least_bias``), product of an input and a weight and ``eps`` at least
+    the smallest normal number (no underflow, so every rounding is relative), and the largest
+    pre-activation ``reach`` (``S (M + max |C_j| + beta)``) below the square root of the
+    largest number over 4 (no square, sum or input overflows)."""
+    x_low, x_high = raw.extremes()
     ws = [abs(v) for v in layer.W[0] if v]
-    bs = [abs(v) for v in layer.b if v]
     small, top = NORMAL[dtype], TOP[dtype]
-    if not (ws and bs):
+    if not ws or least_bias is None:
         return False
-    lows = [min(ws), min(bs), *([min(xs), min(xs) * min(ws)] if xs else [])]
+    lows = [min(ws), least_bias, *([x_low, x_low * min(ws)] if x_low is not None else [])]
     if eps:
         lows.append(eps)
-    return min(lows) >= small and reach**2 * 16 <= top and max(xs, default=fmpq(0)) <= top
+    return min(lows) >= small and reach**2 * 16 <= top and x_high <= top
 
 
 def float_margin(delta: fmpq, b2: fmpq, E: fmpq, n: int, u: fmpq) -> tuple[bool, fmpq]:
@@ -542,6 +605,10 @@ def step_certificate(net: LNNet[fmpq], points: PointSet) -> StepCertificate:
     return StepCertificate(
         certified, points.m, worst if worst is not None else fmpq(0), tails, delta
     )
+
+
+def _dot(w: Sequence[fmpq], X: Sequence[Sequence[fmpq]]) -> list[fmpq]:
+    return [sum((wi * xi for wi, xi in zip(w, x, strict=True)), fmpq(0)) for x in X]
 
 
 def _distance(v: fmpq, k: int, cs: Sequence[fmpq]) -> fmpq:
