@@ -106,15 +106,20 @@ def _entries(labels: np.ndarray, c: int) -> np.ndarray:
     return E
 
 
-def _greedy(labels: np.ndarray, channels: dict[int, np.ndarray], cap: int) -> list[int]:
+def _greedy(
+    labels: np.ndarray, channels: dict[int, np.ndarray], cap: int, most: int | None = None
+) -> list[int] | None:
     """The first run of each block when every block is as long as it can be with at most
-    ``cap`` steps per channel (greedy, which fewest blocks for that cap).  ``channels[c]``:
-    :func:`_entries` of each channel.  A block from ``s`` ends before the first run ``r`` where
-    some channel's :func:`toggles` would exceed ``cap``: the first ``r`` with
+    ``cap`` steps per channel (greedy, which fewest blocks for that cap); None as soon as
+    there would be more than ``most`` blocks.  ``channels[c]``: :func:`_entries` of each
+    channel.  A block from ``s`` ends before the first run ``r`` where some channel's
+    :func:`toggles` would exceed ``cap``: the first ``r`` with
     ``E[r] > cap + E[s] - [labels[s] = c]``, found by bisection."""
     n = len(labels)
     starts = [0]
     while True:
+        if most is not None and len(starts) > most:
+            return None
         s = starts[-1]
         end = n
         for c, E in channels.items():
@@ -164,21 +169,25 @@ def choose_blocks(ls: Sequence[int]) -> Blocks:
     default = int(np.argmax(tally))  # the first of the most runs: the smallest such class
     channels = {c: _entries(labels, c) for c in sorted(set(labels.tolist()) - {default})}
 
-    def blocks(cap: int) -> Blocks:
-        starts = _greedy(labels, channels, cap)
+    def blocks(cap: int, most: int | None = None) -> Blocks | None:
+        starts = _greedy(labels, channels, cap, most)
+        if starts is None:
+            return None
         return Blocks(runs, tuple(starts), default, _units(labels, starts, default, channels))
 
     root = math.isqrt(len(labels) - 1)  # the odd cap of Theorem 4: sqrt(b) <= u < sqrt(b) + 2
     best = blocks(root + (root * root < len(labels) - 1) | 1)
+    assert best is not None
     since = 0
     cap = 1
     while since < LEVEL_CAP:
-        got = blocks(cap)
-        if got.groups < best.groups:
+        # more than best.groups - 2 blocks cannot have fewer groups (B + 1 + at least one unit)
+        got = blocks(cap, best.groups - 2)
+        if got is not None and got.groups < best.groups:
             best, since = got, 0
         else:
             since += 1
-        if len(got.starts) == 1:
+        if got is not None and len(got.starts) == 1:
             break
         cap += 2
     return best
@@ -188,10 +197,10 @@ def choose_blocks(ls: Sequence[int]) -> Blocks:
 # the pass-through and the levels
 
 
-def _phi(t: fmpq, centre: fmpq, b2: fmpq) -> arb:
-    """``phi(t) = (t - cP) / sqrt((t - cP)^2 + bP^2)`` as a ball."""
-    x = arb(t - centre)
-    return x / (x * x + arb(b2)).sqrt()
+def _phi(x: fmpq, b2: fmpq) -> arb:
+    """``phi(t) = (t - cP) / sqrt((t - cP)^2 + bP^2)`` as a ball, for ``x = t - cP``."""
+    b = arb(x)
+    return b / (b * b + arb(b2)).sqrt()
 
 
 def _lower(x: arb) -> fmpq:
@@ -239,14 +248,19 @@ def _levels(
     of the balls are dyadic, so the levels and ``mu`` are placed in integers over a common
     power of two (:func:`.dyadic_in`: the same dyadics as the rationals give)."""
     levels: list[fmpq] = []
-    first, last = _phi(ts[0], centre, b2), _phi(ts[-1], centre, b2)
+    minus = ts.minus if isinstance(ts, _Sorted) else lambda i, c: ts[i] - c
+
+    def phi(i: int) -> arb:
+        return _phi(minus(i, centre), b2)
+
+    first, last = phi(0), phi(len(ts) - 1)
     lo_end = _lower(first)
     h = (1 + lo_end) / 4
     levels.append(dyadic_between(lo_end - 2 * h, lo_end - h))
     mu = lo_end - levels[0]
     near: list[tuple[int, int]] = []  # each inner level's distance to its gap's ends: (p, q)
     for prev, run in itertools.pairwise(runs):
-        (m1, e1), (m2, e2) = _ends(_phi(ts[prev[2]], centre, b2), _phi(ts[run[1]], centre, b2))
+        (m1, e1), (m2, e2) = _ends(phi(prev[2]), phi(run[1]))
         E = max(0, -e1, -e2)
         lo, hi = m1 << (e1 + E), m2 << (e2 + E)  # the ends over 2^E
         if not lo < hi:
@@ -344,6 +358,11 @@ class _Sorted:
 
     def __getitem__(self, i: int) -> fmpq:
         return self.t[self.t.order[i]]
+
+    def minus(self, i: int, c: fmpq) -> fmpq:
+        """The ``i``-th smallest ``t`` minus ``c``, exactly (one rational made, not two)."""
+        cp, cq = int(c.p), int(c.q)
+        return fmpq(self.t.T[self.t.order[i]] * cq - cp * self.t.D, self.t.D * cq)
 
     def __len__(self) -> int:
         return len(self.t)
