@@ -38,6 +38,7 @@ from flint import fmpq
 from .. import interval as iv
 from ..model import LNNet
 from .line import as_floats, below, exact_order, on_one_scale, projections
+from .margins import Margins
 from .reads import (
     Group,
     bounds,
@@ -47,7 +48,6 @@ from .reads import (
     steps_of,
     u_coefficients,
 )
-from .verdicts import Verdicts
 
 THEOREM = "proofs/ln_g_depth.md, Theorem 5"
 
@@ -91,7 +91,7 @@ class _Layer1:
 
 def blocks_certificate(
     net: LNNet[fmpq], X: tuple[tuple[fmpq, ...], ...], labels: np.ndarray
-) -> Verdicts | None:
+) -> Margins | None:
     """Margin enclosures for every point by Theorem 5 (``-inf, inf`` where it decides nothing),
     or None when ``net`` (folded: no gains) is not of the theorem's form or its numbers need
     too long a common denominator."""
@@ -101,7 +101,7 @@ def blocks_certificate(
 
 def _blocks_certificate(
     net: LNNet[fmpq], X: tuple[tuple[fmpq, ...], ...], labels: np.ndarray
-) -> Verdicts | None:
+) -> Margins | None:
     if net.depth != 2 or len(net.classes) < 2:
         return None
     if not (net.norm(0).is_identity and net.norm(1).is_identity):
@@ -176,7 +176,7 @@ def _blocks_certificate(
             err = iv.up(iv.up(s6k[1] * spread) * tau2[rows]) if spread else 0.0
             lo[rows] = np.minimum(lo[rows], iv.down(diff[0] - err))
             hi[rows] = np.minimum(hi[rows], iv.up(diff[1] + err))
-    return Verdicts.of(lo, hi, undecided, THEOREM)
+    return Margins.of(lo, hi, undecided, THEOREM)
 
 
 def _step_tails(

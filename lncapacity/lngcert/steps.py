@@ -29,6 +29,7 @@ from flint import fmpq
 from .. import interval as iv
 from ..model import LNNet
 from .line import as_floats, below, exact_order, on_one_scale, projections
+from .margins import Margins
 from .reads import (
     bounds,
     integers,
@@ -38,14 +39,13 @@ from .reads import (
     u_coefficients,
     up_sum,
 )
-from .verdicts import Verdicts
 
 THEOREM = "proofs/ln_g_steps.md, Theorem 8"
 
 
 def steps_certificate(
     net: LNNet[fmpq], X: tuple[tuple[fmpq, ...], ...], labels: np.ndarray
-) -> Verdicts | None:
+) -> Margins | None:
     """Margin enclosures for every point by Theorem 8 (``-inf, inf`` where it decides nothing:
     a point on a centre, a bound out of the float range), or None when ``net`` (folded: no
     gains) is not of the theorem's form or its numbers need too long a common denominator."""
@@ -55,7 +55,7 @@ def steps_certificate(
 
 def _steps_certificate(
     net: LNNet[fmpq], X: tuple[tuple[fmpq, ...], ...], labels: np.ndarray
-) -> Verdicts | None:
+) -> Margins | None:
     if net.depth != 1 or len(net.classes) < 2 or not net.norm(0).is_identity:
         return None
     groups = steps_of(net.layers[0], net.eps)
@@ -110,7 +110,7 @@ def _steps_certificate(
             err = iv.up(iv.up(s6[1] * widest) * T[rows]) if widest else 0.0
             lo[rows] = np.minimum(lo[rows], iv.down(diff[0] - err))
             hi[rows] = np.minimum(hi[rows], iv.up(diff[1] + err))
-    return Verdicts.of(lo, hi, on, THEOREM)
+    return Margins.of(lo, hi, on, THEOREM)
 
 
 def _f(

@@ -8,7 +8,7 @@ import numpy as np
 
 
 @dataclass(frozen=True)
-class Verdicts:
+class Margins:
     """``lo[i] <= z_label - max_other z <= hi[i]`` for every point ``i`` (float64, rigorous;
     ``-inf, inf`` where the theorem decides nothing about the point), by ``theorem``."""
 
@@ -17,7 +17,7 @@ class Verdicts:
     theorem: str
 
     @classmethod
-    def of(cls, lo: np.ndarray, hi: np.ndarray, undecided: np.ndarray, theorem: str) -> Verdicts:
+    def of(cls, lo: np.ndarray, hi: np.ndarray, undecided: np.ndarray, theorem: str) -> Margins:
         """The enclosures ``lo, hi``, made ``-inf, inf`` where ``undecided`` or NaN."""
         lost = undecided | np.isnan(lo) | np.isnan(hi)
         return cls(np.where(lost, -np.inf, lo), np.where(lost, np.inf, hi), theorem)
