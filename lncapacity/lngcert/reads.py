@@ -43,14 +43,19 @@ def steps_of(layer: Affine[fmpq], eps: fmpq) -> list[Group] | None:
     if len(W) % GROUP:
         return None
     out = []
-    zero = fmpq(0)
+    zeros = tuple(fmpq(0) for _ in W[0]) if W else ()
+    negated: dict[tuple[fmpq, ...], tuple[fmpq, ...]] = {}  # rows repeat: negate each once
+    half_eps = 3 * eps / 2
     for i in range(0, len(W), GROUP):
-        w, w2, w3 = W[i], W[i + 1], W[i + 2]
-        if any(x != zero for x in w3) or any(x != -y for x, y in zip(w2, w, strict=True)):
+        w = W[i]
+        neg = negated.get(w)
+        if neg is None:
+            neg = negated[w] = tuple(-x for x in w)
+        if W[i + 1] != neg or W[i + 2] != zeros:
             return None
         p, q, e = b[i], b[i + 1], b[i + 2]
         B = (p + q - 2 * e) / 6
-        out.append(Group(w, (q - p) / 2, 3 * B * B + 3 * eps / 2))
+        out.append(Group(w, (q - p) / 2, 3 * B * B + half_eps))
     return out
 
 
