@@ -88,14 +88,14 @@ class Columns:
         return low, high
 
 
-def dyadic_in(L: int, H: int, T: int, Q: int) -> fmpq:
-    """:func:`lncapacity.arith.dyadic_between` ``(L/Q, H/Q, T/Q)`` (``Q > 0``, ``L < T < H``)
-    in integers: the same dyadic rational, the nearest to ``T/Q`` at the fewest bits ``k``
-    (from the same first ``k``) that lies strictly inside."""
+def dyadic_in(L: int, H: int, T: int, Q: int) -> tuple[int, int]:
+    """``(n, k)`` with ``n / 2^k`` the dyadic rational :func:`lncapacity.arith.dyadic_between`
+    gives for ``(L/Q, H/Q, T/Q)`` (``Q > 0``, ``L < T < H``), in integers: the nearest to
+    ``T/Q`` at the fewest bits ``k`` (from the same first ``k``) that lies strictly inside."""
     g = math.gcd(H - L, Q)
     k = max(0, (Q // g).bit_length() - ((H - L) // g).bit_length() - 1)
     while True:
         n = ((T << (k + 1)) + Q) // (2 * Q)  # floor(T 2^k / Q + 1/2)
         if (L << k) < n * Q < (H << k):
-            return fmpq(n, 1 << k)
+            return n, k
         k += 1

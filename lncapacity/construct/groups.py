@@ -311,14 +311,15 @@ def place_centres(read: tuple[fmpq, ...], shift: fmpq, t: Line, y: Sequence[int]
     assert WINDOW == fmpq(1, 16)
     centres: list[fmpq] = []
     near: list[tuple[int, int]] = []  # each centre's distance to its nearer neighbour: (p, q)
-    for a in np.flatnonzero(ls[1:] != ls[:-1]).tolist():
+    changes = np.flatnonzero(ls[1:] != ls[:-1]).tolist()
+    for a in changes:
         lo, hi = ts[a], ts[a + 1]
         mid, gap = 16 * (lo + hi), 2 * (hi - lo)
-        c = dyadic_in(mid - gap, mid + gap, mid, 32 * Q)
-        centres.append(c)
-        n, k = int(c.p), int(c.q)
-        near.append((min(n * Q - lo * k, hi * k - n * Q), k * Q))
-    runs = [int(ls[0]), *(int(ls[a + 1]) for a in np.flatnonzero(ls[1:] != ls[:-1]))]
+        n, k = dyadic_in(mid - gap, mid + gap, mid, 32 * Q)
+        centres.append(fmpq(n, 1 << k))
+        nQ = n * Q
+        near.append((min(nQ - (lo << k), (hi << k) - nQ), Q << k))
+    runs = [int(ls[0]), *(int(ls[a + 1]) for a in changes)]
     widest = max((b - a for a, b in itertools.pairwise(ts)), default=0)
     first_t, last_t = fmpq(ts[0], Q), fmpq(ts[-1], Q)
     D = _power_of_two_at_least(fmpq(widest, 2 * Q) if widest else fmpq(1))

@@ -267,10 +267,9 @@ def _levels(
             return None
         # within LEVEL_WINDOW = 1/16 of the width of the middle: over 32 2^E
         mid, width = 16 * (lo + hi), 2 * (hi - lo)
-        level = dyadic_in(mid - width, mid + width, mid, 32 << E)
-        levels.append(level)
-        n, k = int(level.p), int(level.q)
-        near.append((min((n << E) - lo * k, hi * k - (n << E)), k << E))
+        n, k = dyadic_in(mid - width, mid + width, mid, 32 << E)
+        levels.append(fmpq(n, 1 << k))
+        near.append((min((n << E) - (lo << k), (hi << k) - (n << E)), 1 << (k + E)))
     if near:
         mu = min(mu, least(near))
     hi_end = _upper(last)
