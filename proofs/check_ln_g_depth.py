@@ -370,7 +370,7 @@ def test_theorem_5_encloses_the_exact_margins():
     interval contains the exact margin at every point it decides."""
     import mpmath
 
-    from lncapacity.lngcert.blocks import blocks_certificate
+    from lncapacity.certify.theorems.blocks import blocks_certificate
 
     rng = random.Random(5)
     held = decided = 0
@@ -403,7 +403,7 @@ def test_theorem_5_encloses_the_exact_margins():
 def test_the_construction_is_certified_by_theorem_5():
     """The construction's depth-2 nets: every point certified by Theorem 5, with at least
     Theorem 3's margin (7/16) sqrt 6, whatever eps and the number of classes."""
-    from lncapacity.lngcert.blocks import blocks_certificate
+    from lncapacity.certify.theorems.blocks import blocks_certificate
 
     rng = np.random.default_rng(6)
     for e, k in (("0", 2), ("1e-5", 3), ("2", 2)):

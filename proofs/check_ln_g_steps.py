@@ -473,7 +473,7 @@ def test_theorem_8_encloses_the_exact_margins():
     certificate's (which is rounded outwards, so contains Theorem 8's)."""
     import mpmath
 
-    from lncapacity.lngcert.steps import steps_certificate
+    from lncapacity.certify.theorems.steps import steps_certificate
 
     rng = random.Random(8)
     inside = decided = 0
@@ -506,7 +506,7 @@ def test_theorem_8_encloses_the_exact_margins():
 def test_the_construction_is_certified_by_theorem_8():
     """The construction's nets: every point certified by Theorem 8, with a margin of at least
     (29/32) sqrt 6 (§7), whatever eps."""
-    from lncapacity.lngcert.steps import steps_certificate
+    from lncapacity.certify.theorems.steps import steps_certificate
 
     rng = np.random.default_rng(9)
     for e, k in ((fmpq(0), 2), (fmpq(1, 100000), 3), (fmpq(3), 2)):

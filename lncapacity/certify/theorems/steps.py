@@ -26,8 +26,8 @@ from __future__ import annotations
 import numpy as np
 from flint import fmpq
 
-from .. import interval as iv
-from ..model import LNNet
+from ... import interval as iv
+from ...model import LNNet
 from .line import as_floats, below, exact_order, on_one_scale, projections
 from .margins import Margins
 from .reads import (

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 from flint import fmpq
 
-from ..model import LNNet
+from ...model import LNNet
 from .blocks import blocks_certificate
 from .margins import Margins
 from .steps import steps_certificate

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 from flint import arb, fmpq
 
-from .. import interval as iv
-from ..arith import lower_bound_float, precision
-from ..model import Affine
+from ... import interval as iv
+from ...arith import lower_bound_float, precision
+from ...model import Affine
 
 GROUP = 3
 
