@@ -19,8 +19,8 @@ The construction, proved in proofs/ln_g_steps.md:
 The steepness is set from ``delta``, the smallest distance of a point to a centre:
 ``b <= delta / 4``, so the tails sum to at most ``(pi^2/8) (b/delta)^2 <= pi^2/128`` at
 every point and each point's margin is at least ``(1 - pi^2/128) sqrt(6) > 0.92 sqrt(6)``
-(the score range is ``[0, sqrt(6)]``).  :func:`step_certificate` checks that theorem's
-hypotheses on a net and points, exactly.
+(the score range is ``[0, sqrt(6)]``).  :func:`lncapacity.certify` checks a per-point form of
+that theorem from the weights alone (proofs/ln_g_steps.md, §7), independently of this module.
 
 Width ``3 (B + 2)``; one LayerNorm layer of ``B + 2`` groups of 3 (``Norm(groups=B + 2)``).
 """
@@ -525,107 +525,3 @@ def _short(x: fmpq) -> float:
     """A float near ``x`` with 4 significant digits, for the meta (a report, not a bound)."""
     f = to_float(x)
     return float(f"{f:.4g}") if math.isfinite(f) else f
-
-
-# ---------------------------------------------------------------------------
-# the certificate by the theorem
-
-
-@dataclass(frozen=True)
-class StepCertificate:
-    """What :func:`step_certificate` proved: ``certified`` of ``total`` points are right, each
-    with a margin of at least ``margin * sqrt(6)`` (``margin`` exact, a lower bound over all
-    points; negative when some point is not certified); ``tails``, the bound on the steps'
-    tails at any point; ``delta``, the smallest distance of a point to a centre (in units of
-    the first layer's ``S t``)."""
-
-    certified: int
-    total: int
-    margin: fmpq
-    tails: fmpq
-    delta: fmpq
-
-
-def step_certificate(net: LNNet[fmpq], points: PointSet) -> StepCertificate:
-    """Certify ``net`` on ``points`` by the margin theorem (proofs/ln_g_steps.md, Theorem 4),
-    from the net's weights alone (its ``meta`` is not read), exactly.
-
-    The net must be of the proved form: depth 1, groups of 3, each group's rows ``(r, -r, 0)``
-    with one ``r`` for all groups, the readout without bias and reading each group along
-    ``u`` only (``R_1 + R_2 = 2 R_3`` on it); centres (where ``r . x`` makes a group's ``u``
-    part vanish) distinct, with a point between any two.  Otherwise :class:`InputError`.
-    Then each group reads ``sqrt(6) sigma_j`` with ``sigma_j`` a step of steepness ``b_j``, the
-    ideal scores ``(sqrt(6)/2) sum_j kappa_j sign`` are computed exactly, and a point is
-    certified when its ideal margin exceeds the tails' bound ``K T`` (``K``: the largest
-    difference of two classes' coefficients on one group).
-    """
-    if net.depth != 1 or net.norm(0).groups * GROUP != net.widths[0]:
-        raise InputError("not an LN-G steps net: depth 1 with groups of 3 expected")
-    if not net.norm(0).is_identity:
-        raise InputError("not an LN-G steps net: its LayerNorm has a gain or bias")
-    layer, R = net.layers[0], net.readout
-    G = net.norm(0).groups
-    r = layer.W[0]
-    C: list[fmpq] = []
-    b2: list[fmpq] = []
-    for j in range(G):
-        w1, w2, w3 = layer.W[3 * j : 3 * j + 3]
-        p, q, s = layer.b[3 * j : 3 * j + 3]
-        if w1 != r or any(a != -x for a, x in zip(w2, r, strict=True)) or any(w3):
-            raise InputError(f"not an LN-G steps net: group {j} is not (r, -r, 0)")
-        C.append((q - p) / 2)  # y - mean y = (r.x - C) u + ((p + q - 2 s)/6) v
-        beta = (p + q - 2 * s) / 6
-        b2.append(3 * beta**2 + 3 * net.eps / 2)
-    if any(R.b):
-        raise InputError("not an LN-G steps net: the readout has a bias")
-    kappa = []
-    for row in R.W:
-        ks = []
-        for j in range(G):
-            a1, a2, a3 = row[3 * j : 3 * j + 3]
-            if a1 + a2 != 2 * a3:
-                raise InputError(f"not an LN-G steps net: the readout reads group {j} off u")
-            ks.append(a1 - a2)
-        kappa.append(ks)
-    order = sorted(range(G), key=C.__getitem__)
-    cs = [C[j] for j in order]
-    if any(a == b for a, b in itertools.pairwise(cs)):
-        raise InputError("not an LN-G steps net: two groups share a centre")
-    L = _dot(r, points.X)
-    below = [bisect.bisect_left(cs, v) for v in L]  # centres strictly below each point
-    if set(range(1, G)) - set(below):
-        raise InputError("not an LN-G steps net: two centres have no point between them")
-    delta = min(_distance(v, k, cs) for v, k in zip(L, below, strict=True))
-    tails = PI2_8 * max(b2) / delta**2 if delta else fmpq(10**9)
-    K = max(max(col) - min(col) for col in zip(*kappa, strict=True))
-    # prefix sums of kappa along the sorted centres: ideal I_c = 2 prefix_c(k) - total_c
-    prefix = []
-    for ks in kappa:
-        acc, row_p = fmpq(0), [fmpq(0)]
-        for j in order:
-            acc += ks[j]
-            row_p.append(acc)
-        prefix.append(row_p)
-    worst: fmpq | None = None
-    certified = 0
-    cls = list(net.classes)
-    for k, label in zip(below, points.y, strict=True):
-        own = cls.index(label)
-        ideal = [2 * p[k] - p[-1] for p in prefix]
-        gap = min((ideal[own] - ideal[c] for c in range(len(cls)) if c != own), default=fmpq(2))
-        bound = gap / 2 - K * tails / 2
-        if delta > 0 and bound > 0:
-            certified += 1
-        worst = bound if worst is None else min(worst, bound)
-    return StepCertificate(
-        certified, points.m, worst if worst is not None else fmpq(0), tails, delta
-    )
-
-
-def _dot(w: Sequence[fmpq], X: Sequence[Sequence[fmpq]]) -> list[fmpq]:
-    return [sum((wi * xi for wi, xi in zip(w, x, strict=True)), fmpq(0)) for x in X]
-
-
-def _distance(v: fmpq, k: int, cs: Sequence[fmpq]) -> fmpq:
-    """The distance of ``v`` to the sorted centres ``cs``, ``k`` of them strictly below it."""
-    return min([v - cs[k - 1]] * (k > 0) + [cs[k] - v] * (k < len(cs)))
