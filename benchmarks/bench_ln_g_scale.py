@@ -33,7 +33,6 @@ import argparse
 import json
 import math
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_ln_g import _cpu, _peak_mb
 from markdown_table import Markdown, add_option
 
 import lncapacity
@@ -59,22 +59,6 @@ def random_set(m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     y = rng.integers(0, 2, m)
     y[:2] = [0, 1]
     return X, y
-
-
-def _cpu() -> float:
-    own, kids = (
-        resource.getrusage(resource.RUSAGE_SELF),
-        resource.getrusage(resource.RUSAGE_CHILDREN),
-    )
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
-
-def _peak_mb() -> int:
-    own, kids = (
-        resource.getrusage(resource.RUSAGE_SELF),
-        resource.getrusage(resource.RUSAGE_CHILDREN),
-    )
-    return max(own.ru_maxrss, kids.ru_maxrss) // 1024  # KiB on Linux
 
 
 def one_row(m: int, depth: int, generic_up_to: float) -> dict[str, Any]:
@@ -201,9 +185,10 @@ def table(rows: str, generic_up_to: float, cli: str | None, md: Markdown) -> Non
         if "refused" in r:
             refusals.append(f"* m = {m:,}, depth {depth}: not read back: {r['refused']}")
     md.out()
-    for line in refusals:
-        md.out(line)
-    md.out()
+    if refusals:
+        for line in refusals:
+            md.out(line)
+        md.out()
     md.out("Growth (least squares on log CPU seconds against log m) and the CPU seconds it")
     md.out("gives at 10^7 points:")
     md.out()
