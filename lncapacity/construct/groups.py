@@ -307,15 +307,15 @@ def place_centres(read: tuple[fmpq, ...], shift: fmpq, t: Line, y: Sequence[int]
     ts = [t.T[i] for i in order]
     ls = np.asarray(y)[order]
     Q = t.D
-    # (mid -+ gap / 16) and mid over 32 Q, mid = (lo + hi) / 2: WINDOW = 1/16
-    assert WINDOW == fmpq(1, 16)
+    # mid = (lo + hi) / 2 and mid -+ WINDOW gap, WINDOW = wp / wq, over 2 wq Q
+    wp, wq = int(WINDOW.p), int(WINDOW.q)
     centres: list[fmpq] = []
     near: list[tuple[int, int]] = []  # each centre's distance to its nearer neighbour: (p, q)
     changes = np.flatnonzero(ls[1:] != ls[:-1]).tolist()
     for a in changes:
         lo, hi = ts[a], ts[a + 1]
-        mid, gap = 16 * (lo + hi), 2 * (hi - lo)
-        n, k = dyadic_in(mid - gap, mid + gap, mid, 32 * Q)
+        mid, gap = wq * (lo + hi), 2 * wp * (hi - lo)
+        n, k = dyadic_in(mid - gap, mid + gap, mid, 2 * wq * Q)
         centres.append(fmpq(n, 1 << k))
         nQ = n * Q
         near.append((min(nQ - (lo << k), (hi << k) - nQ), Q << k))

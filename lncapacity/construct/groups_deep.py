@@ -259,15 +259,16 @@ def _levels(
     levels.append(dyadic_between(lo_end - 2 * h, lo_end - h))
     mu = lo_end - levels[0]
     near: list[tuple[int, int]] = []  # each inner level's distance to its gap's ends: (p, q)
+    wp, wq = int(LEVEL_WINDOW.p), int(LEVEL_WINDOW.q)
     for prev, run in itertools.pairwise(runs):
         (m1, e1), (m2, e2) = _ends(phi(prev[2]), phi(run[1]))
         E = max(0, -e1, -e2)
         lo, hi = m1 << (e1 + E), m2 << (e2 + E)  # the ends over 2^E
         if not lo < hi:
             return None
-        # within LEVEL_WINDOW = 1/16 of the width of the middle: over 32 2^E
-        mid, width = 16 * (lo + hi), 2 * (hi - lo)
-        n, k = dyadic_in(mid - width, mid + width, mid, 32 << E)
+        # within LEVEL_WINDOW = wp / wq of the width of the middle: over 2 wq 2^E
+        mid, width = wq * (lo + hi), 2 * wp * (hi - lo)
+        n, k = dyadic_in(mid - width, mid + width, mid, (2 * wq) << E)
         levels.append(fmpq(n, 1 << k))
         near.append((min((n << E) - (lo << k), (hi << k) - (n << E)), 1 << (k + E)))
     if near:
