@@ -105,6 +105,26 @@ def scores(net: Net, x: list[Fraction]) -> list[mpmath.mpf]:
         ]
 
 
+def in_digits(net: Net) -> Net:
+    """``net`` with every number an mpmath float at :data:`DIGITS` digits, as :func:`scores`
+    would convert it (converted once, not again at every point)."""
+    with mpmath.workdps(DIGITS):
+
+        def row(v: list) -> list:
+            return [mp(w) for w in v]
+
+        def affine(Wb: tuple) -> tuple:
+            return [row(r) for r in Wb[0]], row(Wb[1])
+
+        return replace(
+            net,
+            layers=[affine(Wb) for Wb in net.layers],
+            readout=affine(net.readout),
+            eps=mp(net.eps),
+            norms=[tuple(None if v is None else row(v) for v in gb) for gb in net.norms],
+        )
+
+
 def true_margin(net: Net, x: list[Fraction], label: Any) -> mpmath.mpf:
     """``z_label - max_other z`` (the oracle's value); Invalid if ``label`` is not a class."""
     if label not in net.classes:
@@ -268,6 +288,7 @@ def net_is_true(obj: Any, X: list[list[Fraction]], y: list[Any]) -> bool:
         net = oracle_net(obj)
         if net.input_dim != len(X[0]):
             return False
+        net = in_digits(net)
         return all(true_margin(net, x, label) > TIE for x, label in zip(X, y, strict=True))
     except Invalid:
         return False

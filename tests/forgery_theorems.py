@@ -43,9 +43,11 @@ KINDS = [
 ]
 
 
-def theorem_bases(rng: random.Random, count: int = 8) -> list[tuple[dict, list, list]]:
-    """LN-G nets built for small random sets: ``(lnnet object, X, y)``, depth 1 and 2, two
-    and three classes, eps 0 and 1e-5."""
+def theorem_bases(
+    rng: random.Random, count: int = 8, points: tuple[int, int] = (16, 28)
+) -> list[tuple[dict, list, list]]:
+    """LN-G nets built for small random sets of ``points[0]`` to ``points[1]`` points:
+    ``(lnnet object, X, y)``, depth 1 and 2, two and three classes, eps 0 and 1e-5."""
     import lncapacity
     from lncapacity import fileformat
 
@@ -54,7 +56,7 @@ def theorem_bases(rng: random.Random, count: int = 8) -> list[tuple[dict, list, 
     while len(out) < count:
         depth, k, eps = (1, 2)[i % 2], (2, 3)[(i // 2) % 2], ("0", "1/100000")[(i // 4) % 2]
         i += 1
-        m, d = rng.randint(16, 28), rng.randint(1, 3)
+        m, d = rng.randint(*points), rng.randint(1, 3)
         X = {tuple(Fraction(rng.randint(-60, 60), 8) for _ in range(d)) for _ in range(m)}
         Xl = [list(x) for x in X]
         y = [rng.randrange(k) for _ in Xl]
@@ -189,12 +191,14 @@ def theorem_campaign(
     seed: int = 0,
     verify: Callable[[str, list, list], tuple[bool, bool]] = verify_theorem,
     sink: list | None = None,
+    points: tuple[int, int] = (16, 28),
 ) -> tuple[Tally, int]:
-    """Mutate theorem-certified nets and their data; ``verify`` each, and let the oracle judge
-    every acceptance.  Returns the tally and how many mutations the theorem decided points of.
-    ``sink`` collects ``(text, X, y, accepted, kind)``."""
+    """Mutate theorem-certified nets (:func:`theorem_bases`, of ``points`` points) and their
+    data; ``verify`` each, and let the oracle judge every acceptance.  Returns the tally and
+    how many mutations the theorem decided points of.  ``sink`` collects
+    ``(text, X, y, accepted, kind)``."""
     rng = random.Random(seed)
-    bases = theorem_bases(rng)
+    bases = theorem_bases(rng, points=points)
     tally = Tally()
     by_theorem = 0
     for _ in range(mutations):

@@ -88,7 +88,7 @@ def test_a_point_on_a_centre_goes_to_the_generic_pass():
 
 
 def test_other_nets_are_left_to_the_generic_pass():
-    points = _random(60, 2, seed=1)
+    points = _random(20, 2, seed=1)  # (ln3's search grows fast with the points)
     for net in (
         lncapacity.build(points),  # ln3
         lncapacity.build(points, arch="ln-g", depth=3),  # re-stepped: no theorem here
