@@ -1,4 +1,4 @@
-"""Points on a line, exactly and fast: projections ``r . x`` as integers on one scale, sorted.
+"""Points on a line, exactly and fast: projections as integers on one scale, sorted.
 
 The certificates by the margin theorems (:mod:`.steps`, :mod:`.blocks`) compare every point's
 projection ``t = r . x`` with the centres of the net's steps, exactly.  Rationals
@@ -44,8 +44,10 @@ def on_one_scale(values: Sequence[fmpq]) -> tuple[np.ndarray, int] | None:
 
 
 def projections(r: Sequence[fmpq], X: Sequence[Sequence[fmpq]]) -> tuple[np.ndarray, int] | None:
-    """``(N, D)`` with ``r . X[i] = N[i] / D`` exactly for every point (``D > 0``), or None when
-    the points' coordinates need too long a common denominator (:func:`on_one_scale`)."""
+    """The projections of the points on ``r`` on one scale, or None when the points'
+    coordinates need too long a common denominator (:func:`on_one_scale`).
+
+    ``(N, D)`` with ``r . X[i] = N[i] / D`` exactly for every point (``D > 0``)."""
     columns = []
     D = 1
     for j, rj in enumerate(r):

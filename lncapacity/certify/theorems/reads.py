@@ -28,8 +28,10 @@ GROUP = 3
 
 @dataclass(frozen=True)
 class Group:
-    """One group of 3 of a layer, read from its weights (Lemma 7): rows ``(w, -w, 0)``, fed
-    ``(w . h - centre) u + B v``, read ``sqrt(6) sigma_b(w . h - centre)`` with ``b2 = b^2``."""
+    """One group of 3 of a layer, read from its weights (Lemma 7).
+
+    Rows ``(w, -w, 0)``, fed ``(w . h - centre) u + B v``, read
+    ``sqrt(6) sigma_b(w . h - centre)`` with ``b2 = b^2``."""
 
     w: tuple[fmpq, ...]
     centre: fmpq
@@ -61,8 +63,9 @@ def steps_of(layer: Affine[fmpq], eps: fmpq) -> list[Group] | None:
 
 def u_coefficients(rows: Sequence[Sequence[fmpq]], groups: int) -> list[list[fmpq]] | None:
     """For each row (a class of the readout, or a unit of the next layer) and each group of 3
-    it reads: ``a1 - a2``, the row reading ``((a1 - a2) / 2) u . LN`` of the group (Lemma 7); or
-    None if some row reads some group off ``u`` (``a1 + a2 != 2 a3``)."""
+    it reads, ``a1 - a2``; or None if some row reads some group off ``u``.
+
+    The row reads ``((a1 - a2) / 2) u . LN`` of the group (Lemma 7) when ``a1 + a2 = 2 a3``."""
     out = []
     for row in rows:
         if len(row) != GROUP * groups:
