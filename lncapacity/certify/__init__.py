@@ -105,10 +105,11 @@ def certify(
     LN-G step and block nets (``build(..., arch="ln-g")``, depth 1 and 2; recognised from
     their weights) are decided by their margin theorems first
     (:func:`~lncapacity.certify.theorems.by_theorem`, ``O(m log m)``; ``theorems=False``
-    skips them): those points get ``precision`` :data:`THEOREM_PRECISION` (0) and margins
-    that are true lower bounds, usually a little below the generic pass's; the certificate
-    names the theorem (:attr:`Certificate.theorem`) and has no score bounds.  The points the
-    theorem leaves undecided, and every point of other nets, go through what follows.
+    skips them): those points get ``precision``
+    :data:`~lncapacity.certify.verdicts.THEOREM_PRECISION` (0) and margins that are true lower
+    bounds, usually a little below the generic pass's; the certificate names the theorem
+    (:attr:`~lncapacity.certify.verdicts.Certificate.theorem`) and has no score bounds.  The
+    points the theorem leaves undecided, and every point of other nets, go through what follows.
 
     Nets whose layers are all rank one (the constructions') go through
     :func:`~lncapacity.certify.chains.scalar_chain` in ``arb`` balls.  Other nets (trained
