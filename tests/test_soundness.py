@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import forgery
+import forgery_theorems
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,6 +52,26 @@ def test_no_forged_grouped_net_is_accepted():
     assert {"groups-drop", "groups-ln", "groups-value", "requires-drop"} <= set(lax.forgeries)
     for d, X, y, _ in forgery.grouped_net_bases(__import__("random").Random(5)):
         assert d["requires"] == ["groups"] and forgery.net_is_true(d, X, y)
+
+
+def test_no_forged_theorem_certificate_is_accepted():
+    """LN-G step and block nets, which the certificate decides by their margin theorems
+    (proofs/ln_g_steps.md Theorem 8, proofs/ln_g_depth.md Theorem 5), mutated where the
+    theorems' hypotheses are read from (a row nudged by 10^-30, a bias nudged or shifted, a
+    sign, groups swapped, duplicated or dropped, readout coefficients, biases and rows, eps)
+    and their data (a point moved onto or across a centre, a label flipped): no forgery is
+    accepted, whether the theorem or the generic pass decided."""
+    small = (10, 14)  # points of the bases: the oracle's cost grows as their square
+    tally, by_theorem = forgery_theorems.theorem_campaign(160, seed=19, points=small)
+    _report("theorem certificates", tally)
+    assert tally.forgeries == []
+    assert tally.tried == 160 and tally.rejected > 30 and tally.accepted_true > 15
+    assert set(forgery_theorems.KINDS) <= set(tally.kinds)
+    assert by_theorem > 60  # the theorems, not only the generic pass, faced the forgeries
+    lax, _ = forgery_theorems.theorem_campaign(
+        160, seed=19, verify=forgery_theorems.lax, points=small
+    )
+    assert {"bias-shift", "sign", "kappa", "label-flip", "point-across"} <= set(lax.forgeries)
 
 
 def test_no_forged_shattering_certificate_is_accepted():
@@ -132,6 +153,13 @@ def test_two_thousand_grouped_mutations_no_forgery():
     grouped = forgery.net_campaign(2_000, seed=2024, grouped=True)
     _report("grouped nets", grouped)
     assert grouped.forgeries == []
+
+
+@pytest.mark.slow
+def test_two_thousand_theorem_mutations_no_forgery():
+    tally, _ = forgery_theorems.theorem_campaign(2_000, seed=2024)
+    _report("theorem certificates", tally)
+    assert tally.forgeries == []
 
 
 def test_grouped_nets_through_the_command_line(tmp_path):

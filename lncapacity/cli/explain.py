@@ -10,7 +10,7 @@ from .. import fileformat
 from ..certify import certify
 from ..data import PointSet, load_points
 from .common import EXIT_BAD, EXIT_OK, add_output_options, run
-from .report import gave_way
+from .report import decided_by, gave_way
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -63,6 +63,6 @@ def explain_lines(account: dict[str, Any], points: PointSet) -> list[str]:
     lines.append(
         f"certificate: {c['certified']}/{c['points']} points certified"
         + (f", min certified margin {margin:.4g}" if margin is not None else "")
-        + f" ({c['precision_bits']} bits)"
+        + f" ({decided_by(c)})"
     )
     return lines

@@ -120,6 +120,15 @@ def check_and_report(
     return EXIT_OK
 
 
+def decided_by(summary: dict[str, Any]) -> str:
+    """How the certificate decided, in words: ``"53 bits"``, or ``"by proofs/ln_g_steps.md,
+    Theorem 8"`` (and the bits of the points the theorem left to the generic passes)."""
+    bits, theorem = summary["precision_bits"], summary.get("theorem")
+    if not theorem:
+        return f"{bits} bits"
+    return f"by {theorem}" + (f"; the rest at {bits} bits" if bits else "")
+
+
 def _where(points: PointSet, k: int) -> str:
     rows = points.origins[k]
     return f"point {k} ({points.unit} {rows[0]})"
@@ -187,6 +196,8 @@ def _summary(
         # the same as text when a certified margin is below the float range (never "0.0" alone)
         "min_certified_margin_text": margin_text(cert.min_margin) if cert.all_certified else None,
         "precision_bits": cert.precision,
+        # the margin theorem that decided points (their precision_bits 0), or null
+        "theorem": cert.theorem,
         # one entry per backend run here: "float64", "float32" (NumPy), and "torch-float64",
         # "torch-float32" when PyTorch is installed
         "float": {
@@ -298,7 +309,7 @@ def _text(s: dict[str, Any]) -> str:
             if s["all_certified"]
             else f"  FAILS: {s['certainly_wrong']} certainly wrong, {s['undecided']} undecided"
         )
-        + f" ({s['precision_bits']} bits)",
+        + f" ({decided_by(s)})",
     ]
     if t := s.get("training"):
         stop = "every margin >= 1" if t["converged"] else f"max_iter {t['max_iter']}"

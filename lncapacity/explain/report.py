@@ -280,6 +280,7 @@ def explain(
             "all_certified": cert.all_certified,
             "min_margin": json_float(cert.min_margin) if cert.all_certified else None,
             "precision_bits": cert.precision,
+            "theorem": cert.theorem,
         },
         "merge_rtol": MERGE_RTOL,
     }
