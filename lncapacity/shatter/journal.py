@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..fileformat import output_target, publish, temporary
-from .records import ShatterSummary, _read_header, _record_problem, _tally
+from .records import MAX_LINE_BYTES, ShatterSummary, _read_header, _record_problem, _tally
 from .verify import _verify_chunk
 from .workers import CHUNK
 
@@ -97,6 +97,18 @@ def _publish_journal(journal: Path, path: Path) -> None:
     journal.unlink()
 
 
+def _line(obj: Any) -> bytes:
+    """``obj`` as a line of the certificate; :class:`InputError` beyond
+    :data:`~lncapacity.shatter.records.MAX_LINE_BYTES`, which the verifier would not read."""
+    line = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
+    if len(line) > MAX_LINE_BYTES:
+        raise InputError(
+            f"a record of {len(line) >> 20} MiB, beyond the {MAX_LINE_BYTES >> 20} MiB a line "
+            "of a shattering certificate may have: fewer groups or layers"
+        )
+    return line
+
+
 class _writer:
     """JSON Lines to a temporary file, renamed into place on success (gzip for ``.gz``).
 
@@ -122,7 +134,7 @@ class _writer:
                 raise InputError(f"{self.journal}: cannot write: {e.strerror}") from None
 
             def append(obj: Any) -> None:
-                self.f.write((json.dumps(obj, separators=(",", ":")) + "\n").encode())
+                self.f.write(_line(obj))
                 self.f.flush()
 
             return append, discard
@@ -133,9 +145,7 @@ class _writer:
         raw = os.fdopen(fd, "wb")
         self.f = gzip.GzipFile(fileobj=raw, mode="wb") if self.path.suffix == ".gz" else raw
         self.raw = raw
-        return (
-            lambda obj: self.f.write((json.dumps(obj, separators=(",", ":")) + "\n").encode())
-        ), discard
+        return (lambda obj: self.f.write(_line(obj))), discard
 
     def __exit__(self, kind: object, *_: object) -> None:
         if self.path is None:
