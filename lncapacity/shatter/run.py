@@ -15,7 +15,7 @@ from ..arith import epsilon, exact, format_rational, json_float, shown
 from ..errors import InputError
 from ..fileformat import to_dict, to_gadget
 from ..version import __version__
-from .journal import _journal_path, _resume, _writer
+from .journal import _journal_path, _locked, _resume, _writer
 from .nets import _margins, _swapped, bump_net
 from .points import _point_set, default_points, labels_of
 from .records import (
@@ -111,6 +111,7 @@ def shatter(
     resume: bool = False,
     status: Callable[[ShatterSummary], None] | None = None,
     chunk: int | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> ShatterSummary:
     """Build and certify a depth-``depth`` net for every labeling of ``X`` (``depth + 2`` points).
 
@@ -151,13 +152,17 @@ def shatter(
         The records go to a journal ``out + ".part"`` kept when the run is interrupted; a new
         run with ``resume`` re-certifies the journal's records
         (:func:`~lncapacity.shatter.verify.verify_shatter`'s checks), keeps the longest
-        correct prefix and continues after it.
+        correct prefix and continues after it.  One run at a time holds a journal (an
+        advisory lock: another raises :class:`InputError` naming its pid); an incomplete
+        header (a run stopped at its start) is started afresh, said in one line to ``note``.
     status
         Called with the summary so far after each chunk.
     chunk
         Pairs of labelings per chunk of work (default: enough chunks for 16 per worker, at
         most :data:`~lncapacity.shatter.workers.CHUNK` pairs each; the labelings are
         independent, so the certificate is the same).
+    note
+        Called with a line to say (a journal started afresh).
 
     Returns
     -------
@@ -247,9 +252,10 @@ def shatter(
     first = 0  # the first labeling to compute (after a journal's records)
     journal = None if not resume or out is None else _journal_path(out)
     pool = workers or os.cpu_count() or 1
-    with _imap(scheduler, pool) as imap:  # one pool, or one cluster, for the whole run
+    # one run at a time resumes, writes and publishes a journal; one pool, or one cluster
+    with _locked(journal), _imap(scheduler, pool) as imap:
         if journal is not None:
-            first = _resume(journal, header, summary, pool, imap)
+            first = _resume(journal, header, summary, pool, imap, note)
         canonical = range(first, 1 << m, 2)  # point 0 labelled 0; the complement has it 1
         if chunk is None:  # several chunks for every worker (the labelings are independent)
             chunk = max(1, min(CHUNK, len(canonical) // (16 * pool)))
