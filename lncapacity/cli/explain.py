@@ -53,9 +53,11 @@ def explain_lines(account: dict[str, Any], points: PointSet) -> list[str]:
     if n["meta"].get("fallback"):
         lines.append(gave_way(n["method"], n["meta"]["fallback"], named=True))
     if first:
+        gap = first["label_gap"]  # None: beyond the float range
         lines.append(
             f"input projection: {first['runs']} label runs, smallest label gap "
-            f"{first['label_gap']:.3g} (of the amplitude)"
+            + ("none" if gap is None else f"{gap:.3g}")
+            + " (of the amplitude)"
         )
     lines += [e["words"] for e in account["layers"]]
     lines.append(account["readout"]["words"])
