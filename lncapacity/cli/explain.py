@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from .. import fileformat
+from ..arith import printable
 from ..certify import certify
 from ..data import PointSet, load_points
 from .common import EXIT_BAD, EXIT_OK, add_output_options, run
@@ -67,4 +68,4 @@ def explain_lines(account: dict[str, Any], points: PointSet) -> list[str]:
         + (f", min certified margin {margin:.4g}" if margin is not None else "")
         + f" ({c['precision_bits']} bits)"
     )
-    return lines
+    return [printable(line) for line in lines]  # labels from the data: no terminal controls
