@@ -8,6 +8,7 @@ import inspect
 import math
 import pkgutil
 import sys
+from dataclasses import replace
 
 import pytest
 import sympy
@@ -244,14 +245,16 @@ def test_the_precision_work_is_bounded_by_the_inputs_size():
 
 
 def test_a_wide_net_is_evaluated_at_a_bounded_precision(monkeypatch):
-    """The balls of one evaluation hold at most MAX_BALL_BITS: a net of n weights is
-    evaluated at no more than MAX_BALL_BITS / n bits."""
+    """The balls of one evaluation hold at most MAX_BALL_BITS: the two widest layers' values
+    and the weights that are not dyadic (a dyadic weight's ball is exact), at that precision."""
     from lncapacity.certify import balls
 
-    net = _grouped_tie(50)  # 150 weights and 150 biases, then 2 rows of 150 and 2 biases
+    net = _grouped_tie(50)  # 150 features; every weight dyadic (biases j, -j - 1, -1/8)
     assert balls.precision_limit(net, 1 << 16) == 1 << 16
-    monkeypatch.setattr(balls, "MAX_BALL_BITS", 602 * 1000)
+    monkeypatch.setattr(balls, "MAX_BALL_BITS", 300 * 1000)
     assert balls.precision_limit(net, 1 << 16) == 1000
+    third = replace(net.layers[0], b=(fmpq(1, 3), *net.layers[0].b[1:]))  # one weight not dyadic
+    assert balls.precision_limit(replace(net, layers=(third,)), 1 << 16) == 300 * 1000 // 301
     monkeypatch.setattr(balls, "MAX_BALL_BITS", 1)
     assert balls.precision_limit(net, 1 << 16) == 128  # never below the starting precision
 

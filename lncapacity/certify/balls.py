@@ -26,9 +26,10 @@ START_PRECISION = 128
 """Bits of the first evaluation of every point."""
 
 MAX_BALL_BITS = 1 << 31
-"""The most bits the balls of one evaluation may hold (256 MiB): a net of ``n`` weights is
-evaluated at no more than ``MAX_BALL_BITS / n`` bits (:func:`precision_limit`; a point still
-undecided there is reported undecided), so a wide net at a zero margin cannot ask for
+"""The most bits the balls of one evaluation may hold (256 MiB): a net whose widest layer has
+``w`` features and ``r`` weights that are not dyadic (whose balls take the full precision) is
+evaluated at no more than ``MAX_BALL_BITS / (2 w + r)`` bits (:func:`precision_limit`; a point
+still undecided there is reported undecided), so a wide net at a zero margin cannot ask for
 gigabytes."""
 
 ESCALATION = 16
@@ -41,11 +42,18 @@ precision it reached (undecided, unless decided there), never certified on credi
 
 
 def precision_limit(net: LNNet[fmpq], bits: int) -> int:
-    """``bits``, lowered so that one evaluation's balls hold at most :data:`MAX_BALL_BITS`
-    (and, for algebraic weights, their programs' balls at most
-    :data:`~lncapacity.algebraic.MAX_PROGRAM_BITS`); never below the starting precision."""
-    size = sum(len(a.b) * (1 + len(a.W[0]) if a.W else 1) for a in (*net.layers, net.readout))
-    return max(START_PRECISION, min(precision_cap(net, bits), MAX_BALL_BITS // max(size, 1)))
+    """``bits``, lowered so that one evaluation's balls hold at most :data:`MAX_BALL_BITS`: the
+    two widest layers' values and the weights that are not dyadic rationals (a dyadic weight's
+    ball is exact, of its own bits), at that precision; for algebraic weights also their
+    programs' balls at most :data:`~lncapacity.algebraic.MAX_PROGRAM_BITS`.  Never below the
+    starting precision."""
+    maps = (*net.layers, net.readout)
+    try:
+        full = sum(1 for a in maps for w in itertools.chain(a.b, *a.W) if w.q & (w.q - 1))
+    except AttributeError:  # algebraic weights: their programs' cap
+        full = 0
+    size = 2 * max(net.input_dim, *(len(a.b) for a in maps)) + full
+    return max(START_PRECISION, min(precision_cap(net, bits), MAX_BALL_BITS // size))
 
 
 def tied_classes(net: LNNet[fmpq]) -> dict[int, tuple[int, ...]]:
