@@ -59,12 +59,23 @@ def _forged(cert_lines, how: str) -> list[dict]:
         b[0], b[1] = b[3], b[4]
     elif how == "margin-raised":
         lines[2]["margins"][0] = 100.0
+    elif how == "readout-tied":  # both rows 0 and both biases 2: every margin exactly 0
+        readout = lines[1]["lnnet"]["readout"]
+        readout["W"][1], readout["b"][1] = readout["W"][0], readout["b"][0]
     return lines
 
 
 @pytest.mark.parametrize(
     "how",
-    ["no-groups", "fewer-groups", "more-groups", "layer-ungrouped", "bump-moved", "margin-raised"],
+    [
+        "no-groups",
+        "fewer-groups",
+        "more-groups",
+        "layer-ungrouped",
+        "bump-moved",
+        "margin-raised",
+        "readout-tied",
+    ],
 )
 def test_forged_ln_g_certificates_are_refused(cert_lines, tmp_path, how):
     path = _write(tmp_path, _forged(cert_lines, how))
@@ -122,3 +133,23 @@ def test_a_record_too_long_for_the_verifier_is_refused_before_any_work(tmp_path)
     with pytest.raises(InputError, match="depth 10001, beyond the limit"):
         shatter(None, 10_001, out=out, workers=1, groups=1)
     assert not out.exists()
+
+
+def test_a_zero_margin_certificate_is_refused_without_climbing(cert_lines, tmp_path, monkeypatch):
+    """A record whose readout rows are equal (a zero-margin bomb: every margin exactly 0) is
+    refused at the starting precision: the tie is exact, so no ball evaluation climbs toward
+    65,536 bits (which cost minutes and gigabytes for wide LN-G certificates)."""
+    from lncapacity.certify import balls
+
+    seen: list[int] = []
+    evaluator = balls._evaluator
+
+    def recorded(net):
+        scores = evaluator(net)
+        return lambda x, prec: seen.append(prec) or scores(x, prec)
+
+    monkeypatch.setattr(balls, "_evaluator", recorded)
+    path = _write(tmp_path, _forged(cert_lines, "readout-tied"))
+    summary, problems = verify_shatter(path, workers=1)
+    assert problems and not summary.all_certified
+    assert max(seen, default=balls.START_PRECISION) == balls.START_PRECISION
