@@ -732,6 +732,7 @@ def test_import_never_writes_a_net_verify_refuses(tmp_path, capsys, monkeypatch)
     assert "the net takes" in err and "beyond the limit of 0 MiB for a net" in err
 
 
+@pytest.mark.filterwarnings("ignore::lncapacity.interop.NormKindWarning")  # a width-8 LayerNorm
 def test_torch_files_are_bounded_and_mapped(tmp_path, capsys, monkeypatch):
     import zipfile
 

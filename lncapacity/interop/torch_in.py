@@ -178,7 +178,9 @@ def from_state_dict(
     module kinds in order (``"Linear"``, ``"LayerNorm"``, ``"GroupNorm:G"`` for a GroupNorm of
     ``G`` groups, ``"Dropout"``, ``"Identity"``); without
     it the kinds are read off the tensors (a 2-D weight is a Linear, a 1-D one a
-    LayerNorm), which needs every module to have weights.  ``eps`` is the
+    LayerNorm), which needs every module to have weights; a GroupNorm has a LayerNorm's
+    tensors, so a :class:`NormKindWarning` is issued when a width read as a LayerNorm's could
+    be split into groups of 2 or more.  ``eps`` is the
     LayerNorms' (a state dict does not hold it; torch's default is ``1e-5``).
     Keys, dtypes and shapes are checked first, and the modules are built around the
     tensors themselves (no weights are allocated), so :func:`from_torch` checks the limits
