@@ -67,6 +67,19 @@ def shown(value: object, limit: int = 40) -> str:
     return r if len(r) <= limit else f"{r[: limit - 3]}... ({len(r)} characters)"
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]")
+"""Characters a terminal acts on or hides: C0 and C1 controls (escape sequences, bells,
+carriage returns), zero-width and direction marks, line and paragraph separators."""
+
+
+def printable(value: object) -> str:
+    """``str(value)`` with every control character escaped as Python writes it (``\\x1b``,
+    ``\\u202e``): text from data (labels, names) printed to a terminal cannot clear the
+    screen, set its title or reorder what it shows.  The one helper for it: the command
+    line's text outputs and error lines go through it."""
+    return _CONTROL.sub(lambda m: m[0].encode("unicode_escape").decode("ascii"), str(value))
+
+
 MAX_EPS = fmpq(10) ** 300
 """The largest LayerNorm ``eps`` taken: the float backends add it to a variance, so it must
 be a float (and an ``eps`` this large leaves every LayerNorm all but linear)."""

@@ -308,8 +308,8 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
     if len(layers) > MAX_DEPTH:
         raise fail("layers", f"{len(layers)} layers, beyond the limit of {MAX_DEPTH}")
     classes = obj.get("classes")
-    if isinstance(classes, list) and len(classes) > MAX_WIDTH:
-        raise fail("classes", f"{len(classes)} classes, beyond the limit of {MAX_WIDTH}")
+    if isinstance(classes, list) and len(classes) > MAX_CLASSES:
+        raise fail("classes", f"{len(classes)} classes, beyond the limit of {MAX_CLASSES}")
     if not isinstance(classes, list) or not all(
         isinstance(c, (int, str)) and not isinstance(c, bool) for c in classes
     ):
@@ -479,8 +479,21 @@ MAX_DEPTH = 10_000
 """Most LayerNorm layers in a net that is read."""
 
 MAX_WIDTH = 1_000
-"""Largest width or number of classes of a net that is read (of a LayerNorm: with
-``requires: ["groups"]``, of each group)."""
+"""Largest width of a net that is read (of a LayerNorm: with ``requires: ["groups"]``, of each
+group); also its most classes (:data:`MAX_CLASSES`)."""
+
+MAX_CLASSES = MAX_WIDTH
+"""Most classes (readout rows) of a net: what a net file may hold.  Building or training for
+more is refused before any work (:func:`check_classes`)."""
+
+
+def check_classes(k: int) -> None:
+    """:class:`InputError` for more than :data:`MAX_CLASSES` classes."""
+    if k > MAX_CLASSES:
+        raise InputError(
+            f"{k:,} classes, beyond the limit of {MAX_CLASSES:,} (the readout rows a net may have)"
+        )
+
 
 MAX_GROUPED_WIDTH = 1_000_000
 """Largest width of a net read with ``requires: ["groups"]`` (LN-G layers, each group at most
@@ -494,8 +507,8 @@ not be read back)."""
 def load(path: str | os.PathLike[str]) -> LNNet[fmpq]:
     """Read an ``lnnet/1`` file; a missing, malformed or oversized file raises :class:`InputError`.
 
-    Limits: :data:`MAX_FILE_BYTES`, :data:`MAX_DEPTH`, :data:`MAX_WIDTH`, :data:`MAX_INPUT_DIM` and
-    :data:`lncapacity.arith.MAX_DIGITS` digits per number.
+    Limits: :data:`MAX_FILE_BYTES`, :data:`MAX_DEPTH`, :data:`MAX_WIDTH`, :data:`MAX_CLASSES`,
+    :data:`MAX_INPUT_DIM` and :data:`lncapacity.arith.MAX_DIGITS` digits per number.
     """
     p = Path(path)
     try:

@@ -668,3 +668,30 @@ def test_certify_says_when_runs_gave_way_to_pma(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "method pma (runs gave way: layer 1: no fold" in out, out
     assert "certified: 4/4 points" in out and "WARNING: float64 misclassifies" in out
+
+
+def test_labels_reach_the_terminal_with_their_control_characters_escaped(tmp_path, capsys):
+    """A label carrying terminal escape sequences (set the title, clear the screen) is
+    printed escaped by certify, verify, explain and in error lines (arith.printable)."""
+    from lncapacity.cli import main
+
+    title, clear = "a\x1b]0;PWNED\x07", "b\x1b[2J\u202e"
+    data = tmp_path / "labels.csv"
+    data.write_text(f'x,label\n0,"{title}"\n1,"{clear}"\n2,"{title}"\n', encoding="utf-8")
+    net = tmp_path / "net.json"
+    runs = [
+        ["certify", str(data), "--out", str(net), "--float", "float64", "--quiet"],
+        ["verify", str(net), str(data), "--float", "float64", "--quiet"],
+        ["explain", str(net), str(data), "--quiet"],
+    ]
+    for argv in runs:
+        assert main(argv) == 0, argv
+        out = capsys.readouterr().out
+        assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out, argv
+        assert r"a\x1b]0;PWNED\x07" in out and r"b\x1b[2J\u202e" in out, argv
+    data.write_text(
+        f'x,label\n0,"{title}"\n0,"{clear}"\n', encoding="utf-8"
+    )  # one point, two labels
+    assert main(["certify", str(data), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and len(err.strip().splitlines()) == 1

@@ -191,3 +191,66 @@ def test_the_forger_leaves_valid_json_for_most_net_mutations():
         except ValueError:
             pass
     assert parsed > 70
+
+
+RESUME = ["shatter", "--depth", "1", "--arch", "ln-g", "--groups", "3", "--out", "s.jsonl"]
+RESUME += ["--resume", "--workers", "1", "--quiet"]  # 7 points: 64 pairs of labelings
+
+
+def _verified(folder: Path) -> bool:
+    from lncapacity.shatter import verify_shatter
+
+    summary, problems = verify_shatter(folder / "s.jsonl", workers=1)
+    return summary.all_certified and not problems
+
+
+def test_a_resume_while_another_run_writes_the_journal(tmp_path):
+    """Concurrent resumes: a second ``shatter --resume`` on the same ``--out`` while the first
+    is between two chunks (inside its status callback) is refused with one line naming the
+    first's pid, and the first finishes a file that verifies.  (Unlocked, the second resumed
+    the first's journal and published it; the first then appended to the published file and
+    failed on the journal gone.)"""
+    from lncapacity.shatter import shatter
+
+    second: list[subprocess.CompletedProcess[str]] = []
+
+    def run_the_second(summary: object) -> None:
+        if not second:
+            cmd = [sys.executable, "-m", "lncapacity", *RESUME]
+            second.append(
+                subprocess.run(
+                    cmd, cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300
+                )
+            )
+
+    try:
+        first = shatter(
+            None, 1, out=tmp_path / "s.jsonl", workers=1, groups=3, resume=True, chunk=4,
+            status=run_the_second,
+        )  # fmt: skip
+    except Exception as e:  # judged below: the second must not have succeeded
+        first = e
+    p = second[0]
+    if p.returncode == 0:  # what the second said it wrote must be there, whole
+        assert _verified(tmp_path), "the second run reported success over a corrupt file"
+    err = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(err) == 1, p.stderr
+    assert f"(pid {os.getpid()})" in err[0] and "another run" in err[0]
+    assert not isinstance(first, Exception) and first.all_certified, first
+    assert _verified(tmp_path)
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["s.jsonl"]  # no journal, no lock
+
+
+def test_two_resumes_at_once(tmp_path):
+    """Two ``shatter --resume`` processes on one ``--out`` at once: whatever the order, each
+    ends in exit 0 or 2 with at most one line, and when one exits 0 the file verifies."""
+    cmd = [sys.executable, "-m", "lncapacity", *RESUME]
+    procs = [
+        subprocess.Popen(cmd, cwd=tmp_path, env=ENV, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    ends = [(p.wait(timeout=300), p.stderr.read()) for p in procs]  # type: ignore[union-attr]
+    for code, err in ends:
+        assert code in (0, 2) and len(err.strip().splitlines()) <= 1, err
+    if any(code == 0 for code, _ in ends):
+        assert _verified(tmp_path)

@@ -51,14 +51,13 @@ from typing import Any
 import numpy as np
 from flint import fmpq
 
-from ..algebraic import precision_cap
 from ..cluster import mapper
 from ..data import PointSet, points_from_arrays
 from ..errors import InputError
 from ..interval import default_float_mode
 from ..model import LNNet
 from . import spread
-from .balls import MAX_PRECISION, decide, exact_scores, upper_bound_float
+from .balls import MAX_PRECISION, decide, exact_scores, precision_limit, upper_bound_float
 from .balls import _evaluator as _evaluator
 from .chains import _algebraic, _rank_one_tail, rank_one, scalar_chain, scalar_interval_pass
 from .intervals import (
@@ -184,7 +183,7 @@ def certify(
     points = X if isinstance(X, PointSet) else points_from_arrays(X, y)
     _check_compatible(net, points)
     net = net.folded()
-    max_precision = precision_cap(net, max_precision)
+    max_precision = precision_limit(net, max_precision)
     labels = [net.classes.index(points.y[k]) for k in range(points.m)]
     k_cls = len(net.classes)
     scores_lo = np.full((points.m, k_cls), -np.inf)

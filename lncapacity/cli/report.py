@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .. import fileformat, floats
-from ..arith import json_float
+from ..arith import json_float, printable
 from ..certify import Certificate, certify, exact_scores
 from ..data import PointSet
 from ..errors import InputError
@@ -346,7 +346,7 @@ def _text(s: dict[str, Any]) -> str:
     for key in ("net", "certificate"):
         if s[key]:
             lines.append(f"wrote {s[key]}")
-    return "\n".join(lines)
+    return "\n".join(map(printable, lines))  # labels from the data: no terminal controls
 
 
 def _fallback_text(s: dict[str, Any]) -> str:

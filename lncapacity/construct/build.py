@@ -21,7 +21,7 @@ from flint import fmpq
 from ..arith import dyadic_between, epsilon
 from ..data import PointSet, named_labels, points_from_arrays
 from ..errors import InputError
-from ..fileformat import MAX_DEPTH, read_vector
+from ..fileformat import MAX_DEPTH, check_classes, read_vector
 from ..model import Affine, Label, LNNet
 from ..version import __version__
 from .circle import CIRCLE_META, OBJECTIVES, Handoff, build_circle  # method "circle"
@@ -201,6 +201,7 @@ def build(
     if objective != "faithful" and (method != "circle" or arch != "ln3" or exact):
         raise InputError(f"objective {objective!r} is the circle search's: use method 'circle'")
     cls = tuple(points.classes if classes is None else classes)
+    check_classes(len(cls))
     if missing := sorted(set(points.y) - set(cls), key=str):
         raise InputError(f"labels {missing} are not among the classes {list(cls)}")
     if arch == "ln-g":
