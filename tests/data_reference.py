@@ -1,4 +1,8 @@
-"""Labeled point sets: loading and validation, with exact coordinates.
+"""The point-set reader of lncapacity before its bulk reader (commit d465ddd), verbatim but for
+the imports: the reference the tests compare :mod:`lncapacity.data` with (the same point sets,
+the same messages).
+
+Labeled point sets: loading and validation, with exact coordinates.
 
 :func:`load_points` reads ``.csv``, ``.npy`` and ``.npz`` files;
 :func:`points_from_arrays` takes array-likes (the Python and scikit-learn
@@ -32,9 +36,9 @@ from typing import Any
 import numpy as np
 from flint import fmpq
 
-from .arith import exact, to_float
-from .errors import InputError
-from .model import Label
+from lncapacity.arith import exact, to_float
+from lncapacity.errors import InputError
+from lncapacity.model import Label
 
 __all__ = ["Label", "PointSet", "load_points", "points_from_arrays"]
 
