@@ -6,12 +6,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import numpy as np
 from flint import fmpq
 
-from ..arith import to_float
+from ..arith import to_floats
 from ..errors import InputError
 from ..model import Label
 
@@ -69,7 +70,7 @@ class PointSet:
     def floats(self) -> np.ndarray:
         """``X`` as a new float64 array of shape ``(m, d)``, each entry correctly rounded."""
         if self._floats is None:
-            flat = [to_float(v) for row in self.X for v in row]
+            flat = to_floats(list(chain.from_iterable(self.X)))
             self._keep_floats(np.array(flat, dtype=np.float64).reshape(self.m, self.d))
         assert self._floats is not None
         return self._floats.copy()
