@@ -449,11 +449,13 @@ def ulp_disagreement(
     divides it exactly.  Tight when the enclosure is: the certificate's intervals are about
     as wide as float64's own rounding, so float64's count may be a few times its true value;
     ``refine`` narrows that.  ``ulp`` is ``np.spacing`` in ``dtype`` at the
-    point's largest score, ``max_j max(|z_j|, |lo_j|, |hi_j|)``: the resolution
-    at which the argmax is taken (a score near 0 has tiny ulps of its own, so
-    its rounding errors would look huge by them).  ``refine(rows)`` returns tighter
-    enclosures for some rows (points); rows are refined, worst first, until the worst row
-    is a refined one (at most 8 rounds of 32).  Infinite or NaN float scores give ``inf``.
+    point's largest score, ``max_j max(|z_j|, |t_j|)``: the resolution at which the argmax
+    is taken (a score near 0 has tiny ulps of its own, so its rounding errors would look
+    huge by them); each ``|t_j|`` is taken at its least over ``[lo_j, hi_j]``, so the ulp
+    is never coarser than the exact scores' and the count never smaller.  ``refine(rows)``
+    returns tighter enclosures for some rows (points); rows are refined, worst first, until
+    the worst row is a refined one (at most 8 rounds of 32).  Infinite or NaN float scores
+    give ``inf``.
     """
     if z.size == 0:
         return 0.0
@@ -464,9 +466,12 @@ def ulp_disagreement(
 
     def per_row() -> np.ndarray:
         with np.errstate(all="ignore"):
-            mag = np.maximum(np.abs(zz), np.maximum(np.abs(lo), np.abs(hi))).max(axis=1)
-            ulp = np.spacing(np.minimum(mag, np.finfo(dtype).max).astype(dtype)).astype(np.float64)
-            ulp = ulp[:, None]
+            # |t| at its least over the enclosure: the ulp is never coarser than t's own
+            least = np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(np.abs(lo), np.abs(hi)))
+            mag = np.minimum(np.maximum(np.abs(zz), least).max(axis=1), np.finfo(dtype).max)
+            low = mag.astype(dtype)  # rounded down, so that its binade is mag's
+            low = np.where(low > mag, np.nextafter(low, np.zeros_like(low)), low)
+            ulp = np.spacing(low).astype(np.float64)[:, None]
             err = np.maximum(_distance_up(zz, lo), _distance_up(zz, hi)) / ulp
         return np.where(np.isnan(err), np.inf, err).max(axis=1)
 
