@@ -144,15 +144,13 @@ def export_floats(values: Any, where: str, dtype: str, finite: bool) -> np.ndarr
     """Exact numbers (a vector or a matrix) as float64, each rounded by :func:`to_float`;
     with ``finite``, :class:`InputError` naming ``where`` for one beyond the ``dtype`` range."""
     rows = values if values and isinstance(values[0], (list, tuple)) else [values]
-    out = []
-    for i, row in enumerate(rows):
-        fs = to_floats(row)
-        if finite and not all(abs(f) <= FLOAT_MAX[dtype] for f in fs):  # NaN fails too
-            j = next(j for j, f in enumerate(fs) if not abs(f) <= FLOAT_MAX[dtype])
+    a = np.array([to_floats(row) for row in rows], dtype=np.float64)
+    if finite:
+        beyond = ~(np.abs(a) <= FLOAT_MAX[dtype])  # NaN is beyond too
+        if beyond.any():
+            i, j = (int(k) for k in np.argwhere(beyond)[0])
             name = f"{where}[{i}][{j}]" if rows is values else f"{where}[{j}]"
-            finite_float(row[j], f"export: {name}", dtype)  # raises
-        out.append(fs)
-    a = np.array(out, dtype=np.float64)
+            finite_float(rows[i][j], f"export: {name}", dtype)  # raises
     return a if rows is values else a[0]
 
 

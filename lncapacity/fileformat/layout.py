@@ -54,8 +54,10 @@ def _encode(obj: Any, newline: str, out: list[str]) -> None:
             sep = "," + inner
         out.append(newline + "}")
     elif isinstance(obj, (list, tuple)):
-        if not any(isinstance(v, (list, tuple, dict)) for v in obj):  # a row: one line
-            if any(isinstance(v, str) and _BRACKETS.search(v) for v in obj):
+        kinds = set(map(type, obj))
+        if not any(issubclass(k, (list, tuple, dict)) for k in kinds):  # a row: one line
+            strings = obj if kinds == {str} else [v for v in obj if isinstance(v, str)]
+            if _BRACKETS.search("".join(strings)):
                 raise _Unusual
             out.append(json.dumps(obj))
             return
