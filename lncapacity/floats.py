@@ -447,9 +447,9 @@ def ulp_disagreement(
     An upper bound, rigorous: ``exact = (lo, hi)`` encloses every ``t`` (the certificate's
     interval pass or balls, rounded outwards), so ``|z - t| <= max(|z - lo|, |z - hi|)``;
     each difference is rounded up (:func:`_distance_up`), and ``ulp``, a power of two,
-    divides it exactly.  Tight when the enclosure is: the certificate's intervals are about
-    as wide as float64's own rounding, so float64's count may be a few times its true value;
-    ``refine`` narrows that.  ``ulp`` is ``np.spacing`` in ``dtype`` at the
+    divides it exactly.  Tight when the enclosure is: the certificate's float64 intervals are
+    far narrower than a float32 ulp, but may span many float64 ulps (thousands for wide LN-G
+    layers), and ``refine`` narrows them.  ``ulp`` is ``np.spacing`` in ``dtype`` at the
     point's largest score, ``max_j max(|z_j|, |t_j|)``: the resolution at which the argmax
     is taken (a score near 0 has tiny ulps of its own, so its rounding errors would look
     huge by them); each ``|t_j|`` is taken at its least over ``[lo_j, hi_j]``, so the ulp
