@@ -282,9 +282,8 @@ def forward(
     eps = dt(to_float(net.eps))
     out = np.empty((len(h), len(net.classes)), dtype=dt)
     starts = range(0, len(h), rows)
-    work = len(h) * sum((net.input_dim, *net.widths))
     if workers is None:
-        workers = (os.cpu_count() or 1) if work >= FLOAT_PARALLEL else 1
+        workers = (os.cpu_count() or 1) if large(net, len(h)) else 1
     blocks = imap(_forward_block, starts, min(workers, len(starts)), (layers, R, r, eps, h, rows))
     # a block's products are small: BLAS on one thread here (the pool's workers have one)
     with closing(blocks), blas_one_thread():
@@ -306,7 +305,22 @@ def _forward_block(net: tuple[Any, ...], start: int) -> np.ndarray:
 
 FLOAT_PARALLEL = 1 << 24
 """Points times features (of every layer) from which :func:`forward` spreads its blocks over
-processes by default."""
+processes by default (:func:`large`)."""
+
+
+def large(net: LNNet[Any], m: int) -> bool:
+    """Whether a float pass of ``net`` over ``m`` points is worth processes of its own: at
+    least :data:`FLOAT_PARALLEL` points times features, summed over the layers."""
+    return m * sum((net.input_dim, *net.widths)) >= FLOAT_PARALLEL
+
+
+def forwards(
+    net: LNNet[Any], X: Any, backends: tuple[str, ...] | None = None, workers: int | None = None
+) -> dict[str, np.ndarray]:
+    """Each backend's scores by :func:`forward`, by name; ``backends`` None: every backend
+    this machine has (:func:`available_backends`, which imports PyTorch)."""
+    names = available_backends() if backends is None else backends
+    return {backend: forward(net, X, backend, workers) for backend in names}
 
 
 FLOAT_CHUNK = 1 << 16
@@ -498,16 +512,17 @@ def check(
     exact: tuple[np.ndarray, np.ndarray] | None = None,
     refine: Callable[[list[int]], tuple[np.ndarray, np.ndarray]] | None = None,
     workers: int | None = None,
+    scores: np.ndarray | None = None,
 ) -> FloatCheck:
-    """Run ``net`` on ``points`` with ``backend`` (over ``workers`` processes: :func:`forward`)
-    and compare with their labels.
+    """Run ``net`` on ``points`` with ``backend`` (over ``workers`` processes: :func:`forward`;
+    or take its ``scores`` from a :func:`forward` already run) and compare with their labels.
 
     With ``exact`` (bounds on the exact scores, as
     :attr:`~lncapacity.certify.verdicts.Certificate.scores` has them) also the worst
     disagreement in ulps (:func:`ulp_disagreement`, ``refine`` narrowing the bounds of some
     rows) and in absolute terms (:func:`abs_disagreement`).
     """
-    z = forward(net, points, backend, workers).astype(np.float64)
+    z = (forward(net, points, backend, workers) if scores is None else scores).astype(np.float64)
     ulps = abs_error = math.nan
     if exact is not None:
         ulps = ulp_disagreement(z, exact, precision(backend), refine)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import fileformat, floats
+from .. import fileformat, floats, parallel
 from ..arith import json_float
 from ..certify import Certificate, certify, exact_scores
 from ..data import PointSet
@@ -64,17 +64,28 @@ def check_and_report(
     the end of certify, verify and train."""
     workers = getattr(args, "workers", None)
     spread = {"workers": workers, "scheduler": getattr(args, "scheduler", None)}
-    cert, seconds["certify"] = run(
-        "certifying",
-        args.quiet,
-        lambda bar: certify(net, points, progress=bar, scores=True, **spread),
-    )
-    backends = float_backends(args.float)
     required = float_backends(args.require_float) if args.require_float else ()
-    backends = tuple(dict.fromkeys((*backends, *required)))
+    wanted = None  # every backend there is (the default, --float omitted), which includes required
+    if args.float is not None:
+        wanted = tuple(dict.fromkeys((*float_backends(args.float), *required)))
+    # A large float pass (and PyTorch's import) runs in a process of its own while this one
+    # certifies: on a core the certificate leaves idle.  Not after PyTorch has run here (a
+    # process forked then can hang in its first parallel kernel): then, and for small
+    # passes, here after the certificate.
+    beside = floats.large(net, points.m) and "torch" not in sys.modules
+    forward_workers = 1 if workers is None and beside else workers
+    with parallel.beside(
+        floats.forwards, net, points, wanted, forward_workers, alone=beside
+    ) as float_scores:
+        cert, seconds["certify"] = run(
+            "certifying",
+            args.quiet,
+            lambda bar: certify(net, points, progress=bar, scores=True, **spread),
+        )
+        scores = float_scores()
     exact = cert.scores if cert.scores is not None and len(points.X) else None
     tighten = _refiner(net, points) if floats.worth_refining(net) else None
-    checks = [floats.check(net, points, b, exact, tighten, workers) for b in backends]
+    checks = [floats.check(net, points, b, exact, tighten, scores=z) for b, z in scores.items()]
     failing = [c for c in checks if c.backend in required and not c.all_agree]
     written = cert.all_certified and not failing
     if written and (out or args.certificate):
@@ -88,7 +99,7 @@ def check_and_report(
         fileformat.write_all_atomic(files)
     summary = _summary(net, points, cert, checks, seconds, out, args.certificate, written)
     summary |= extra or {}
-    summary["torch_skipped"] = args.float is None and not floats.have_torch()
+    summary["torch_skipped"] = args.float is None and not set(scores) & set(floats.TORCH_BACKENDS)
     if args.json:
         print(json.dumps(summary, indent=1))
     else:
