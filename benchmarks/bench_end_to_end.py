@@ -86,7 +86,10 @@ def main() -> None:
     a = ap.parse_args()
     md = Markdown(a.markdown)
     load = os.getloadavg()
-    md.out(f"load average before: {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}")
+    md.out(
+        f"load average before: {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}; "
+        f"this run's niceness {os.nice(0)}"
+    )
     md.out()
     md.out(
         "| command | points | wall s | CPU s | mathematics s (build + certify) | ratio | target | |"

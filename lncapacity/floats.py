@@ -460,7 +460,7 @@ def ulp_disagreement(
 
     An upper bound, rigorous: ``exact = (lo, hi)`` encloses every ``t`` (the certificate's
     interval pass or balls, rounded outwards), so ``|z - t| <= max(|z - lo|, |z - hi|)``;
-    each difference is rounded up (:func:`_distance_up`), and ``ulp``, a power of two,
+    each difference is rounded up (``_distance_up``), and ``ulp``, a power of two,
     divides it exactly.  Tight when the enclosure is: the certificate's float64 intervals are
     far narrower than a float32 ulp, but may span many float64 ulps (thousands for wide LN-G
     layers), and ``refine`` narrows them.  ``ulp`` is ``np.spacing`` in ``dtype`` at the

@@ -199,7 +199,7 @@ def beside(fn: Callable[..., R], *args: Any, alone: bool = True) -> Iterator[Cal
 
 def _pool(workers: int, shared: Any) -> ProcessPoolExecutor:
     """A pool of ``workers`` processes that fork where the platform can (so they start at once
-    with the parent's modules), each set up by :func:`_worker_start`."""
+    with the parent's modules), each set up by ``_worker_start``."""
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
     return ProcessPoolExecutor(

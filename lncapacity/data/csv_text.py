@@ -1,10 +1,10 @@
 """CSV files as labeled point sets: strict quoting, exact values, every problem named.
 
-A file is read as records (:func:`_records`: split at new lines and commas when it has no
-quotes, else by the ``csv`` module), then a column at a time (:func:`_points`: plain
+A file is read as records (``_records``: split at new lines and commas when it has no
+quotes, else by the ``csv`` module), then a column at a time (``_points``: plain
 decimals in bulk by :func:`lncapacity.columns.decimal_column`, any other text as
-:func:`_parse_value` reads it).  A file with a problem is read again row by row
-(:func:`_points_by_row`), which names the problem: the same values and the same messages,
+``_parse_value`` reads it).  A file with a problem is read again row by row
+(``_points_by_row``), which names the problem: the same values and the same messages,
 whichever route.
 """
 
@@ -88,8 +88,8 @@ def _points(
 ) -> PointSet | None:
     """The point set of the data rows, a column at a time (``columns[j]``, the texts of
     column ``j``, one for each of ``lines``): the plain decimals in bulk
-    (:func:`lncapacity.columns.decimal_column`), every other text as :func:`_parse_value`
-    reads it.  None at the first problem: :func:`_points_by_row` names it."""
+    (:func:`lncapacity.columns.decimal_column`), every other text as ``_parse_value``
+    reads it.  None at the first problem: ``_points_by_row`` names it."""
     if "" in columns[lab]:
         return None
     values, floats, keys = [], [], []
@@ -117,7 +117,7 @@ def _points(
 def _points_by_row(
     body: Records, header: list[str], lab: int, feats: list[int], name: str
 ) -> PointSet:
-    """:func:`_points` row by row, every problem collected and the first kind named."""
+    """``_points`` row by row, every problem collected and the first kind named."""
     ragged: list[tuple[int, str]] = []
     empty: list[tuple[int, str]] = []
     bad: list[tuple[int, str]] = []
@@ -174,7 +174,7 @@ def _table(text: str) -> tuple[list[str], list[list[str]]] | None:
     line, each with as many commas, no blank line but a last empty one, no quote, NUL or
     lone carriage return, no line beyond the ``csv`` module's field size limit.  What the
     ``csv`` module makes of such text, without a list for each row; None for any other
-    text (then :func:`_records` reads it)."""
+    text (then ``_records`` reads it)."""
     if '"' in text or "\0" in text:
         return None
     if "\r" in text:

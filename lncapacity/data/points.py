@@ -173,7 +173,7 @@ def merge(
 
     ``groups`` (:func:`lncapacity.columns.row_groups` of keys that are equal exactly for
     equal points) saves keying the points by their numbers; ``floats`` (the points
-    correctly rounded, a row each) becomes the set's :meth:`PointSet.floats`."""
+    correctly rounded, a row each) becomes the set's ``PointSet.floats()``."""
     kinds = set(map(type, labels))
     if kinds - {int} and kinds - {str}:  # not all ints, nor all strings
         first_int = next((k for k, lab in enumerate(labels) if isinstance(lab, int)), None)

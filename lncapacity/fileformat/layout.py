@@ -16,10 +16,10 @@ def dumps(obj: Any) -> str:
 
     The layout of ``json.dumps(obj, indent=1)`` with each list that holds no list or object
     written on one line as ``json.dumps`` writes it; algebraic numbers (``{"ref": k}`` and the
-    ``radicals`` entries) also on one line each.  Written by :func:`_encode`, a row at a time
+    ``radicals`` entries) also on one line each.  Written by ``_encode``, a row at a time
     at C speed; objects it leaves alone (a string with a bracket or brace, which the layout
-    of :func:`_dumps_by_layout` treats specially, a key that is not a string, a radicals
-    list) are written by :func:`_dumps_by_layout`, which gives every object its layout.
+    of ``_dumps_by_layout`` treats specially, a key that is not a string, a radicals
+    list) are written by ``_dumps_by_layout``, which gives every object its layout.
     """
     if isinstance(obj, Mapping) and "radicals" in obj:
         return _dumps_by_layout(obj)
@@ -32,7 +32,7 @@ def dumps(obj: Any) -> str:
 
 
 class _Unusual(Exception):
-    """An object :func:`_encode` leaves to :func:`_dumps_by_layout`."""
+    """An object ``_encode`` leaves to ``_dumps_by_layout``."""
 
 
 _BRACKETS = re.compile(r"[\[\]{}]")
