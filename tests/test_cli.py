@@ -213,6 +213,15 @@ codes = [main(["certify", sys.argv[1], "--json", "--quiet"])]
 codes.append(main(["certify", sys.argv[1], "--quiet", "--float", "float64,torch-float32"]))
 print("exit codes", *codes)
 """
+# the float passes run beside the certificate (a process of their own), then here: one summary
+BESIDE = """
+import sys
+from lncapacity import floats
+from lncapacity.cli import main
+for floats.FLOAT_PARALLEL in (1, 1 << 60):  # every pass large, then none
+    main(["certify", sys.argv[1], "--json", "--quiet"])
+    print("torch imported here:", "torch" in sys.modules)
+"""
 
 GOOD: dict[str, Case] = {
     "xor": Case(
@@ -243,6 +252,7 @@ GOOD: dict[str, Case] = {
         cmd=[sys.executable, "-c", "import sys, lncapacity.cli; print('sklearn' in sys.modules)"],
     ),
     "no-torch": Case(lambda i, o: [XOR], cmd=[sys.executable, "-c", NO_TORCH]),
+    "beside": Case(lambda i, o: [XOR], cmd=[sys.executable, "-c", BESIDE]),
 }
 if SCRIPT:
     GOOD["console-script"] = Case(
@@ -649,6 +659,16 @@ def test_without_torch_only_numpy_backends_run(runs):
     assert [c["agree"] for c in s["float"].values()] == [4, 4]
     line = one_error_line(r.proc)
     assert "--float torch-float32 needs PyTorch: pip install 'lncapacity[torch]'" in line
+
+
+def test_float_passes_beside_the_certificate_report_what_they_report_here(runs):
+    r = runs["beside"]
+    assert r.proc.returncode == 0, r.proc.stderr
+    beside, here = r.proc.stdout.split("torch imported here: ")[:2]
+    assert here.startswith("False")  # PyTorch's passes (where installed) ran beside
+    beside, here = json.loads(beside), json.loads(here.split("\n", 1)[1])
+    assert beside["all_certified"] and beside["float"]
+    assert {**beside, "seconds": None} == {**here, "seconds": None}
 
 
 def test_failing_certificate_makes_no_claim_about_it(verify_runs):
