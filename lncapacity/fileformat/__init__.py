@@ -488,8 +488,9 @@ def parse_json(text: str | bytes, source: str) -> Any:
         raise InputError(f"{source}: not JSON ({shown(str(e), 80)})") from None
 
 
-MAX_FILE_BYTES = 64 << 20
-"""Largest ``lnnet/1`` file :func:`load` reads (64 MiB; a depth-10,000 net takes about 3 MB)."""
+MAX_FILE_BYTES = 256 << 20
+"""Largest ``lnnet/1`` file :func:`load` reads (256 MiB; a depth-10,000 net takes about 3 MB,
+an LN-G net of depth 1 for a million points about 100 MB)."""
 
 MAX_DEPTH = 10_000
 """Most LayerNorm layers in a net that is read."""
