@@ -1,7 +1,7 @@
 """Forgery hunt: mutated nets and shattering certificates against the verifiers.
 
 Usage: python benchmarks/bench_soundness.py [--nets 6000] [--certificates 4500]
-       [--grouped-nets 2000] [--seed 2024]
+       [--grouped-nets 2000] [--theorem-nets 2000] [--seed 2024]
        [--markdown PATH]   (the manual's table: the default counts, under a minute)
 Prints, per artefact and per kind of mutation: mutations tried, rejected, accepted and true
 (the oracle's verdict: mpmath at 300 digits, its own grammar and gadget decoder), and accepted
@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import forgery  # noqa: E402
+import forgery_theorems  # noqa: E402
 from markdown_table import Markdown, add_option  # noqa: E402
 
 MD = Markdown(None)
@@ -66,7 +67,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nets", type=int, default=6000)
     ap.add_argument("--certificates", type=int, default=4500)
-    ap.add_argument("--grouped-nets", type=int, default=2000, help="LN-G nets (issue 30)")
+    ap.add_argument("--grouped-nets", type=int, default=2000, help="LN-G nets")
+    ap.add_argument(
+        "--theorem-nets", type=int, default=2000, help="LN-G nets certified by their theorems"
+    )
     ap.add_argument("--seed", type=int, default=2024)
     add_option(ap)
     args = ap.parse_args()
@@ -81,11 +85,24 @@ def main() -> None:
     sink_g: list = []
     grouped = forgery.net_campaign(args.grouped_nets, seed=args.seed, sink=sink_g, grouped=True)
     t3 = time.perf_counter()
+    sink_t: list = []
+    theorem, by_theorem = forgery_theorems.theorem_campaign(
+        args.theorem_nets, seed=args.seed, sink=sink_t
+    )
+    t4 = time.perf_counter()
     table("lnnet/1 nets (verify)", nets, sink_n, 3, t1 - t0)
     table("shattering certificates (verify-shatter)", certs, sink_c, 2, t2 - t1)
     table("LN-G nets, lnnet/1.1 with groups (verify)", grouped, sink_g, 3, t3 - t2)
-    total = nets.tried + certs.tried + grouped.tried
-    forged = len(nets.forgeries) + len(certs.forgeries) + len(grouped.forgeries)
+    table(
+        f"LN-G step and block nets and their data, certified by the margin theorems (verify; "
+        f"the theorem decided points in {by_theorem} of {theorem.tried})",
+        theorem,
+        sink_t,
+        3,
+        t4 - t3,
+    )
+    total = nets.tried + certs.tried + grouped.tried + theorem.tried
+    forged = sum(len(t.forgeries) for t in (nets, certs, grouped, theorem))
     print(f"\n{total} mutations tried, {forged} forgeries accepted")
     MD.add(f"{total} mutations tried, {forged} forgeries accepted.")
     MD.save()

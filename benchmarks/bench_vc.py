@@ -27,6 +27,7 @@ from markdown_table import Markdown, add_option
 
 from lncapacity.arith import epsilon
 from lncapacity.shatter import _shatter_chunk, random_points
+from lncapacity.shatter.records import _Header
 from lncapacity.theory.vc import CERTIFIED, sandwich
 
 MD = Markdown(None)
@@ -103,9 +104,8 @@ def rates(pairs: int, cluster: list[int]) -> None:
         ks = sorted(rng.sample(range(0, 1 << n, 2), pairs))
         method = "circle" if kind == "line" else "sector"
         t = time.perf_counter()
-        records = _shatter_chunk(
-            (X, L, epsilon(0), ks, {"method": method, "restarts": 6}, None, False)
-        )
+        header = _Header(tuple(X), L, epsilon(0))
+        records = _shatter_chunk((header, ks, {"method": method, "restarts": 6}))
         per = (time.perf_counter() - t) / (2 * pairs)
         found = sum(2 for r in records if "error" not in r)
         total = 1 << n

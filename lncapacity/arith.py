@@ -17,10 +17,11 @@ from __future__ import annotations
 import math
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from fractions import Fraction
 from numbers import Integral, Rational
+from operator import attrgetter, truediv
 from typing import Any
 
 from flint import arb, ctx, fmpq, fmpz
@@ -39,6 +40,7 @@ __all__ = [
     "precision",
     "shown",
     "to_float",
+    "to_floats",
 ]
 
 
@@ -65,6 +67,19 @@ def shown(value: object, limit: int = 40) -> str:
     """``repr(value)``, cut to about ``limit`` characters: errors never echo a whole file."""
     r = repr(value)
     return r if len(r) <= limit else f"{r[: limit - 3]}... ({len(r)} characters)"
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]")
+"""Characters a terminal acts on or hides: C0 and C1 controls (escape sequences, bells,
+carriage returns), zero-width and direction marks, line and paragraph separators."""
+
+
+def printable(value: object) -> str:
+    """``str(value)`` with every control character escaped as Python writes it (``\\x1b``,
+    ``\\u202e``): text from data (labels, names) printed to a terminal cannot clear the
+    screen, set its title or reorder what it shows.  The one helper for it: the command
+    line's text outputs and error lines go through it."""
+    return _CONTROL.sub(lambda m: m[0].encode("unicode_escape").decode("ascii"), str(value))
 
 
 MAX_EPS = fmpq(10) ** 300
@@ -168,12 +183,12 @@ def to_float(x: Any) -> float:
         return x
     if isinstance(x, fmpq):
         p, r = int(x.p), int(x.q)
+    elif isinstance(x, arb):  # before the abstract classes, whose checks are slow
+        return _arb_float(x)
     elif isinstance(x, (Integral, fmpz)) and not isinstance(x, bool):
         p, r = int(x), 1
     elif isinstance(x, Fraction):
         p, r = x.numerator, x.denominator
-    elif isinstance(x, arb):
-        return _arb_float(x)
     elif callable(getattr(x, "ball", None)):
         with precision(128):
             return _arb_float(x.ball(128))
@@ -185,11 +200,34 @@ def to_float(x: Any) -> float:
         return math.inf if p > 0 else -math.inf
 
 
+def to_floats(values: Iterable[Any]) -> list[float]:
+    """:func:`to_float` of each value; exact rationals at C speed (``p / q`` of Python ints,
+    correctly rounded, as :func:`to_float` divides them)."""
+    values = values if isinstance(values, (list, tuple)) else list(values)
+    if set(map(type, values)) <= {fmpq}:
+        try:
+            return list(
+                map(truediv, map(int, map(_NUMERATOR, values)), map(int, map(_DENOMINATOR, values)))
+            )
+        except OverflowError:  # beyond the float range: to_float saturates
+            pass
+    return [to_float(v) for v in values]
+
+
+_NUMERATOR, _DENOMINATOR = attrgetter("p"), attrgetter("q")
+
+
 def _arb_float(x: arb) -> float:
     """The midpoint of ``x`` as a float (``±inf``/``±0.0`` beyond the range, NaN if unbounded)."""
     mid = x.mid()
     if not mid.is_finite():
         return math.nan
+    # python-flint converts the midpoint by FLINT's arf_get_d, to nearest (ties to even):
+    # correctly rounded far from the subnormals and the overflow (tests/test_conversions.py);
+    # elsewhere the exact rational says
+    f = float(mid)
+    if _NORMAL_LOW <= abs(f) <= _NORMAL_HIGH:
+        return f
     top = log2_magnitude(mid)  # 2**(top - 1) <= |mid| < 2**top
     if top is None:
         return 0.0
@@ -198,6 +236,9 @@ def _arb_float(x: arb) -> float:
     if top < -1080:
         return 0.0 if mid > 0 else -0.0
     return to_float(arb_to_fmpq(mid))
+
+
+_NORMAL_LOW, _NORMAL_HIGH = 2.0**-1000, 2.0**1000
 
 
 def finite_float(x: Any, where: str, dtype: str = "float64") -> float:

@@ -37,16 +37,17 @@ import warnings
 from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .arith import FLOAT_MAX, finite_float, to_float
+from .arith import FLOAT_MAX, finite_float, to_float, to_floats
 from .data import PointSet
 from .errors import InputError
 from .model import Affine, LNNet, Norm, register_predictor
 from .parallel import imap
-from .reproducible import matmul, torch_one_thread
+from .reproducible import blas_one_thread, matmul, torch_one_thread
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -136,12 +137,12 @@ def _check_backend(backend: str) -> None:
 def _vector(values: Any, dt: type) -> np.ndarray:
     """Exact numbers correctly rounded to float64 (``±inf`` beyond the range), then ``dt``."""
     with np.errstate(all="ignore"):  # float64 -> float32 overflows to inf, which check() counts
-        return np.array([to_float(v) for v in values], dtype=np.float64).astype(dt)
+        return np.array(to_floats(values), dtype=np.float64).astype(dt)
 
 
 def affine_arrays(a: Affine[Any], dt: type = np.float64) -> tuple[np.ndarray, np.ndarray]:
     """``(W, b)`` of an affine map as the NumPy backends hold them, in ``dt``."""
-    W = _vector((w for row in a.W for w in row), dt)
+    W = _vector(list(chain.from_iterable(a.W)), dt)
     return W.reshape(a.shape), _vector(a.b, dt)
 
 
@@ -174,15 +175,13 @@ def export_floats(values: Any, where: str, dtype: str, finite: bool) -> np.ndarr
     """Exact numbers (a vector or a matrix) as float64, each rounded by :func:`to_float`;
     with ``finite``, :class:`InputError` naming ``where`` for one beyond the ``dtype`` range."""
     rows = values if values and isinstance(values[0], (list, tuple)) else [values]
-    out = []
-    for i, row in enumerate(rows):
-        fs = [to_float(v) for v in row]
-        if finite and not all(abs(f) <= FLOAT_MAX[dtype] for f in fs):  # NaN fails too
-            j = next(j for j, f in enumerate(fs) if not abs(f) <= FLOAT_MAX[dtype])
+    a = np.array([to_floats(row) for row in rows], dtype=np.float64)
+    if finite:
+        beyond = ~(np.abs(a) <= FLOAT_MAX[dtype])  # NaN is beyond too
+        if beyond.any():
+            i, j = (int(k) for k in np.argwhere(beyond)[0])
             name = f"{where}[{i}][{j}]" if rows is values else f"{where}[{j}]"
-            finite_float(row[j], f"export: {name}", dtype)  # raises
-        out.append(fs)
-    a = np.array(out, dtype=np.float64)
+            finite_float(rows[i][j], f"export: {name}", dtype)  # raises
     return a if rows is values else a[0]
 
 
@@ -339,11 +338,11 @@ def forward(
     eps = dt(to_float(net.eps))
     out = np.empty((len(h), len(net.classes)), dtype=dt)
     starts = range(0, len(h), rows)
-    work = len(h) * sum((net.input_dim, *net.widths))
     if workers is None:
-        workers = (os.cpu_count() or 1) if work >= FLOAT_PARALLEL else 1
+        workers = (os.cpu_count() or 1) if large(net, len(h)) else 1
     blocks = imap(_forward_block, starts, min(workers, len(starts)), (layers, R, r, eps, h, rows))
-    with closing(blocks):
+    # a block's products are small: BLAS on one thread here (the pool's workers have one)
+    with closing(blocks), blas_one_thread():
         for start, block in zip(starts, blocks, strict=True):
             out[start : start + rows] = block
     return out
@@ -362,14 +361,31 @@ def _forward_block(net: tuple[Any, ...], start: int) -> np.ndarray:
 
 FLOAT_PARALLEL = 1 << 24
 """Points times features (of every layer) from which :func:`forward` spreads its blocks over
-processes by default."""
+processes by default (:func:`large`)."""
+
+
+def large(net: LNNet[Any], m: int) -> bool:
+    """Whether a float pass of ``net`` over ``m`` points is worth processes of its own: at
+    least :data:`FLOAT_PARALLEL` points times features, summed over the layers."""
+    return m * sum((net.input_dim, *net.widths)) >= FLOAT_PARALLEL
+
+
+def forwards(
+    net: LNNet[Any], X: Any, backends: tuple[str, ...] | None = None, workers: int | None = None
+) -> dict[str, np.ndarray]:
+    """Each backend's scores by :func:`forward`, by name; ``backends`` None: every backend
+    this machine has (:func:`available_backends`, which imports PyTorch)."""
+    names = available_backends() if backends is None else backends
+    return {backend: forward(net, X, backend, workers) for backend in names}
 
 
 FLOAT_CHUNK = 1 << 16
 """Points times features (of the widest layer) that :func:`forward` runs at once: its memory
 stays a few tens of MiB however many points (a point's floats do not depend on the others';
 a BLAS product, for fan-in above :data:`FIXED_ORDER_FAN_IN`, may round the last bits
-differently with another number of rows)."""
+differently with another number of rows).  Products of that size run BLAS on one thread
+(:func:`lncapacity.reproducible.blas_one_thread`): two threads took seven times the CPU
+for the float64 and float32 passes of a 30,000-point LN-G net (1.1 s against 7.6 s)."""
 
 
 def _predict(net: LNNet[Any], X: Any, backend: str) -> np.ndarray:
@@ -457,15 +473,16 @@ BFLOAT16_SPACING = 2.0**16
 
 
 def spacing(values: np.ndarray, dtype: str) -> np.ndarray:
-    """The spacing of the floats of ``dtype`` at ``values`` (``np.spacing``; bfloat16, which
-    NumPy lacks, by float32's)."""
-    if dtype == "bfloat16":
-        top = np.finfo(np.float32).max
-        return np.spacing(np.minimum(values, top).astype(np.float32)).astype(np.float64) * (
-            BFLOAT16_SPACING
-        )
-    top = np.finfo(dtype).max
-    return np.spacing(np.minimum(values, top).astype(dtype)).astype(np.float64)
+    """The spacing of the floats of ``dtype`` in the binade of each of ``values`` (``>= 0``,
+    float64): ``np.spacing`` at the value rounded down to ``dtype`` (so never coarser than the
+    value's own), capped at the largest float; bfloat16, which NumPy lacks, by float32's
+    times :data:`BFLOAT16_SPACING` (the same exponents)."""
+    base = np.float32 if dtype == "bfloat16" else np.dtype(dtype).type
+    mag = np.minimum(values, np.finfo(base).max)
+    low = mag.astype(base)
+    low = np.where(low > mag, np.nextafter(low, np.zeros_like(low)), low)
+    ulp = np.spacing(low).astype(np.float64)
+    return ulp * BFLOAT16_SPACING if dtype == "bfloat16" else ulp
 
 
 @dataclass(frozen=True)
@@ -485,6 +502,11 @@ class FloatCheck:
     max_ulps: float = math.nan
     """The worst disagreement of a float score with the exact one, in units in the last place
     of the backend's dtype (see :func:`ulp_disagreement`); NaN when not computed."""
+    max_abs_error: float = math.nan
+    """An upper bound on ``|z - t|`` over every score, ``z`` the backend's and ``t`` the exact
+    one (:func:`abs_disagreement`); NaN when not computed.  It goes with ``max_ulps``, which
+    is relative to each dtype's resolution (so float32's few ulps can be a larger error than
+    float64's many)."""
 
     @property
     def dtype(self) -> str:
@@ -514,17 +536,21 @@ class FloatCheck:
 REFINE_DEPTH = 64
 """Nets up to this depth get their worst float rows re-bounded in balls (``max_ulps``)."""
 
-REFINE_WIDTH = 1_000
-"""... and up to this width (every net but wide LN-G ones: balls of 15,000 features cost about
-0.1 s a row, and the refinement takes up to 256 rows per backend)."""
+REFINE_WEIGHTS = 10_000
+"""... and up to this many weights: the balls evaluate a row with a Python operation per
+weight (about 0.2 s a row at 45,000 weights, and the refinement takes up to 256 rows per
+backend), so wider nets, LN-G ones at thousands of points say, keep the bound of the
+certificate's interval enclosures (rigorous, looser where the enclosures are)."""
 
 
 def worth_refining(net: LNNet[Any]) -> bool:
     """Whether :func:`check`'s ``refine`` pays for ``net``: balls at 128 bits tighten the ulp
-    count of shallow, narrow nets (:data:`REFINE_DEPTH`, :data:`REFINE_WIDTH`); deep nets'
-    interval scores are already tight (``interval.scalar_range``) and balls would cost more
-    than they gain."""
-    return net.depth <= REFINE_DEPTH and max(net.widths, default=0) <= REFINE_WIDTH
+    count of shallow nets with few weights (:data:`REFINE_DEPTH`, :data:`REFINE_WEIGHTS`);
+    deep nets' interval scores are already tight (``interval.scalar_range``) and balls would
+    cost more than they gain, and so would wide nets' (their cost, not the certificate's,
+    would be most of a ``verify``)."""
+    weights = sum(rows * cols for rows, cols in (a.shape for a in (*net.layers, net.readout)))
+    return net.depth <= REFINE_DEPTH and weights <= REFINE_WEIGHTS
 
 
 def ulp_disagreement(
@@ -535,15 +561,19 @@ def ulp_disagreement(
 ) -> float:
     """The worst ``|z - t| / ulp`` over all scores: ``z`` float scores, ``t`` the exact ones.
 
-    ``exact = (lo, hi)`` encloses every ``t``; the distance counted is the
-    farthest end, ``max(|z - lo|, |z - hi|)``, so the result is an upper bound
-    (tight when the enclosure is).  ``ulp`` is ``np.spacing`` in ``dtype`` at the
-    point's largest score, ``max_j max(|z_j|, |lo_j|, |hi_j|)``: the resolution
-    at which the argmax is taken (a score near 0 has tiny ulps of its own, so
-    its rounding errors would look huge by them).  ``refine(rows)`` returns tighter enclosures for
-    some rows (points); rows are refined, worst first, until the worst row is
-    a refined one (at most 8 rounds of 32).  Infinite or NaN float scores give
-    ``inf``.
+    An upper bound, rigorous: ``exact = (lo, hi)`` encloses every ``t`` (the certificate's
+    interval pass or balls, rounded outwards), so ``|z - t| <= max(|z - lo|, |z - hi|)``;
+    each difference is rounded up (``_distance_up``), and ``ulp``, a power of two,
+    divides it exactly.  Tight when the enclosure is: the certificate's float64 intervals are
+    far narrower than a float32 ulp, but may span many float64 ulps (thousands for wide LN-G
+    layers), and ``refine`` narrows them.  ``ulp`` is ``np.spacing`` in ``dtype`` at the
+    point's largest score, ``max_j max(|z_j|, |t_j|)``: the resolution at which the argmax
+    is taken (a score near 0 has tiny ulps of its own, so its rounding errors would look
+    huge by them); each ``|t_j|`` is taken at its least over ``[lo_j, hi_j]``, so the ulp
+    is never coarser than the exact scores' and the count never smaller.  ``refine(rows)``
+    returns tighter enclosures for some rows (points); rows are refined, worst first, until
+    the worst row is a refined one (at most 8 rounds of 32).  Infinite or NaN float scores
+    give ``inf``.
     """
     if z.size == 0:
         return 0.0
@@ -554,9 +584,10 @@ def ulp_disagreement(
 
     def per_row() -> np.ndarray:
         with np.errstate(all="ignore"):
-            mag = np.maximum(np.abs(zz), np.maximum(np.abs(lo), np.abs(hi))).max(axis=1)
-            ulp = spacing(mag, dtype)[:, None]
-            err = np.maximum(np.abs(zz - lo), np.abs(zz - hi)) / ulp
+            # |t| at its least over the enclosure: the ulp is never coarser than t's own
+            least = np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(np.abs(lo), np.abs(hi)))
+            ulp = spacing(np.maximum(np.abs(zz), least).max(axis=1), dtype)[:, None]
+            err = np.maximum(_distance_up(zz, lo), _distance_up(zz, hi)) / ulp
         return np.where(np.isnan(err), np.inf, err).max(axis=1)
 
     err = per_row()
@@ -581,18 +612,21 @@ def check(
     exact: tuple[np.ndarray, np.ndarray] | None = None,
     refine: Callable[[list[int]], tuple[np.ndarray, np.ndarray]] | None = None,
     workers: int | None = None,
+    scores: np.ndarray | None = None,
 ) -> FloatCheck:
-    """Run ``net`` on ``points`` with ``backend`` (over ``workers`` processes: :func:`forward`)
-    and compare with their labels.
+    """Run ``net`` on ``points`` with ``backend`` (over ``workers`` processes: :func:`forward`;
+    or take its ``scores`` from a :func:`forward` already run) and compare with their labels.
 
     With ``exact`` (bounds on the exact scores, as
     :attr:`~lncapacity.certify.verdicts.Certificate.scores` has them) also the worst
-    disagreement in ulps (:func:`ulp_disagreement`).
+    disagreement in ulps (:func:`ulp_disagreement`, ``refine`` narrowing the bounds of some
+    rows) and in absolute terms (:func:`abs_disagreement`).
     """
-    z = forward(net, points, backend, workers).astype(np.float64)
-    ulps = math.nan
+    z = (forward(net, points, backend, workers) if scores is None else scores).astype(np.float64)
+    ulps = abs_error = math.nan
     if exact is not None:
         ulps = ulp_disagreement(z, exact, precision(backend), refine)
+        abs_error = abs_disagreement(z, exact)
     with np.errstate(all="ignore"):  # inf - inf is NaN, which counts as wrong
         finite = np.abs(z[np.isfinite(z)])
         scale = float(finite.max()) if finite.size else math.nan
@@ -605,4 +639,27 @@ def check(
         # a NaN score decides nothing, and an overflowed (infinite) one is not the net's value
         margins = np.where(np.isnan(margins) | overflowed, -np.inf, margins)
     agree = int(np.sum(margins > 0))
-    return FloatCheck(backend, agree, len(target), float(margins.min(initial=np.inf)), scale, ulps)
+    margin = float(margins.min(initial=np.inf))
+    return FloatCheck(backend, agree, len(target), margin, scale, ulps, abs_error)
+
+
+def abs_disagreement(z: np.ndarray, exact: tuple[np.ndarray, np.ndarray]) -> float:
+    """An upper bound on ``|z - t|`` over every score: ``z`` float scores (float64), ``t``
+    the exact ones, enclosed by ``exact = (lo, hi)`` (the distance counted is to the farther
+    end); ``inf`` for a NaN or infinite score, 0 with no scores."""
+    if z.size == 0:
+        return 0.0
+    lo, hi = exact
+    with np.errstate(all="ignore"):
+        err = np.maximum(_distance_up(z, lo), _distance_up(z, hi))
+    return float(np.where(np.isnan(err), np.inf, err).max())
+
+
+def _distance_up(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``|a - b|`` rounded up: the float difference, one ulp further where it was rounded
+    (Knuth's TwoSum gives the rounding error of ``a + (-b)`` exactly); ``inf`` on overflow."""
+    s = a - b
+    bb = s - a
+    e = (a - (s - bb)) + (-b - bb)
+    d = np.abs(s)
+    return np.where(e == 0, d, np.nextafter(d, np.inf))

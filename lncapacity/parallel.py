@@ -1,7 +1,8 @@
 """Spreading independent work over processes, lazily and in order.
 
 :func:`imap` is ``map`` over a pool of worker processes: results in the order of the tasks,
-a bounded number in flight, everything stopped when the consumer stops.  What every task
+a bounded number in flight, everything stopped when the consumer stops; :func:`beside` runs
+one call in a worker while the caller does something else.  What every task
 needs (a net, the points) goes to each worker once (``shared``: inherited by ``fork``, not
 pickled with every task).  BLAS runs one thread in each worker.  A worker never outlives the
 process that started it: it dies with its parent (Linux: ``prctl(PR_SET_PDEATHSIG)``; other
@@ -20,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -114,6 +116,12 @@ def _call(fn: Callable[..., R], task: Any) -> R:
     return fn(_shared, task)
 
 
+def _call_shared() -> Any:
+    """:func:`beside`'s call in its worker: ``fn(*args)``, as the worker received them."""
+    fn, args = _shared
+    return fn(*args)
+
+
 def _submit(pool: ProcessPoolExecutor, fn: Callable[..., R], *args: Any) -> Future[R]:
     """``pool.submit``, with ``_SIGNALS`` blocked while it may fork a worker.
 
@@ -148,14 +156,7 @@ def imap(fn: Callable[..., R], tasks: Iterable[T], workers: int, shared: Any = N
     if workers <= 1:
         yield from map(call, tasks)
         return
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-    pool = ProcessPoolExecutor(
-        workers,
-        mp_context=ctx,
-        initializer=_worker_start,
-        initargs=(os.getpid(), shared),
-    )
+    pool = _pool(workers, shared)
     submit: Callable[[T], Future[R]] = (
         (lambda task: _submit(pool, fn, task))
         if shared is None
@@ -173,6 +174,40 @@ def imap(fn: Callable[..., R], tasks: Iterable[T], workers: int, shared: Any = N
         _terminate(pool)
         raise
     pool.shutdown()
+
+
+@contextmanager
+def beside(fn: Callable[..., R], *args: Any, alone: bool = True) -> Iterator[Callable[[], R]]:
+    """``fn(*args)`` begun now in a worker process of its own (started as :func:`imap`'s are),
+    while the caller goes on; the context gives a function that waits for the result (or
+    raises the worker's exception).  Leaving the context early stops the worker at once.
+
+    With ``alone`` false nothing is started: the function computes ``fn(*args)`` in this
+    process when called (for work too small to pay for a process)."""
+    if not alone:
+        yield lambda: fn(*args)
+        return
+    pool = _pool(1, (fn, args))  # inherited by fork, not pickled (a net, the points)
+    future = _submit(pool, _call_shared)
+    try:
+        yield future.result
+    except BaseException:
+        _terminate(pool)
+        raise
+    pool.shutdown()
+
+
+def _pool(workers: int, shared: Any) -> ProcessPoolExecutor:
+    """A pool of ``workers`` processes that fork where the platform can (so they start at once
+    with the parent's modules), each set up by ``_worker_start``."""
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+    return ProcessPoolExecutor(
+        workers,
+        mp_context=ctx,
+        initializer=_worker_start,
+        initargs=(os.getpid(), shared),
+    )
 
 
 def _terminate(pool: ProcessPoolExecutor) -> None:

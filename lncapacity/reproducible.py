@@ -126,3 +126,18 @@ def torch_one_thread(torch: Any) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(threads)
+
+
+@contextmanager
+def blas_one_thread() -> Iterator[None]:
+    """BLAS on one thread inside the block (where ``threadpoolctl`` is installed): for
+    products too small for threads to pay (a chunk of points through a layer), which two
+    threads make several times dearer in CPU, and in wall time on a busy machine, as
+    each waits for the other's core."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - optional: scikit-learn's dependency
+        yield
+        return
+    with threadpool_limits(1, user_api="blas"):
+        yield

@@ -41,7 +41,7 @@ from flint import fmpq
 
 from .data import PointSet, points_from_arrays
 from .errors import InputError
-from .fileformat import MAX_DEPTH, MAX_INPUT_DIM, MAX_WIDTH
+from .fileformat import MAX_DEPTH, MAX_INPUT_DIM, MAX_WIDTH, check_classes
 from .floats import import_torch
 from .interop import from_torch
 from .model import Label, LNNet
@@ -50,7 +50,18 @@ from .reproducible import torch_one_thread
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-__all__ = ["DEFAULT_LR", "STOP_MARGIN", "TrainResult", "check_parameters", "train"]
+__all__ = [
+    "DEFAULT_LR",
+    "MAX_ITER",
+    "MAX_LR",
+    "MAX_PARAMETERS",
+    "MAX_TRAIN_BYTES",
+    "STOP_MARGIN",
+    "TrainResult",
+    "check_parameters",
+    "check_size",
+    "train",
+]
 
 DEFAULT_LR = 0.01
 """Adam's default step size here (full-batch steps on standardised inputs)."""
@@ -62,6 +73,27 @@ so the exact certificate then finds every point right."""
 
 MAX_SEED = 2**63 - 1
 """``torch.manual_seed`` takes seeds up to this."""
+
+MAX_ITER = 10**9
+"""Most Adam steps (``max_iter``, ``train --max-iter``, ``capacity --train-iter``)."""
+
+MAX_LR = 10.0
+"""Largest step size: an Adam step moves a weight by about ``lr`` at most, so ``MAX_ITER``
+steps keep the float32 weights, their products and LayerNorm's squares finite (a step size
+of ``1e30`` made them overflow to NaN; ``1e308`` is beyond float32 itself)."""
+
+MAX_PARAMETERS = 1 << 21
+"""Most weights and biases of a trained net (2,097,152): its exact net must fit a net file
+(:data:`~lncapacity.fileformat.MAX_FILE_BYTES`, about 30 bytes a float32 weight as a dyadic
+rational)."""
+
+MAX_TRAIN_BYTES = 1 << 31
+"""Most memory training may take (2 GiB), estimated before any tensor is made: four float32
+copies of every parameter (the weight, its gradient, Adam's two moments) and four of every
+point's activations and scores (:func:`check_size`)."""
+
+MAX_FEATURE = float(np.finfo(np.float32).max)
+"""Largest magnitude of a training feature: the trained module computes in float32."""
 
 Progress = Callable[[int, int], None]
 
@@ -148,7 +180,10 @@ def train(
     Raises
     ------
     InputError
-        On bad parameters (before the data is read) or bad data; without PyTorch.
+        On bad parameters (before the data is read: :func:`check_parameters`), on data
+        beyond the limits (classes, weights, memory: :func:`check_size`; features beyond
+        float32) before any tensor is made, without PyTorch, and when the weights overflow in
+        training (lower ``lr``).
 
     Examples
     --------
@@ -162,7 +197,7 @@ def train(
     >>> lncapacity.certify(result.net, X, y).all_certified
     True
     """
-    check_parameters(
+    checked = check_parameters(
         width=width,
         depth=depth,
         groups=groups,
@@ -171,14 +206,23 @@ def train(
         lr=lr,
         norm=norm,
     )
+    width, depth, groups = checked["width"], checked["depth"], checked["groups"]
+    random_state, max_iter, lr = checked["random_state"], checked["max_iter"], checked["lr"]
     points = X if isinstance(X, PointSet) else points_from_arrays(X, y)
     if points.d > MAX_INPUT_DIM:
         raise InputError(f"{points.d} features, beyond the limit of {MAX_INPUT_DIM:,}")
-    torch = import_torch()
     classes = points.classes
+    check_size(points.m, points.d, len(classes), width, depth)
+    F = points.floats()
+    if not np.all(np.abs(F) <= MAX_FEATURE):  # also NaN
+        big = float(np.max(np.abs(F)))
+        raise InputError(
+            f"a feature of magnitude {big:.3g}, beyond float32's range ({MAX_FEATURE:.3g}): the "
+            "trained module computes in float32 (rescale the data)"
+        )
+    torch = import_torch()
     index = {c: i for i, c in enumerate(classes)}
     labels = np.array([index[c] for c in points.y], dtype=np.int64)
-    F = points.floats()
     mean = F.mean(axis=0)
     scale = F.std(axis=0)
     scale[~(scale > 0) | ~np.isfinite(scale)] = 1.0
@@ -190,6 +234,11 @@ def train(
         with torch.enable_grad():
             iterations, loss, converged = _adam(
                 torch, module, Xs, torch.tensor(labels), max_iter, lr, verbose, progress
+            )
+        if not all(bool(torch.isfinite(w).all()) for w in module.parameters()):
+            raise InputError(
+                f"training diverged: weights overflowed to infinity or NaN after {iterations} "
+                f"Adam steps of size {lr:g} (try a smaller lr)"
             )
         _fold_standardisation(torch, module[0], mean, scale)
         module.eval().requires_grad_(False)
@@ -213,36 +262,77 @@ def train(
 
 def check_parameters(
     *,
-    width: Any,
-    depth: Any,
-    groups: Any,
-    random_state: Any,
-    max_iter: Any,
-    lr: Any,
-    norm: Any = "ln",
-) -> None:
-    """:class:`~lncapacity.errors.InputError` naming the first parameter :func:`train` cannot
-    take (before PyTorch is imported)."""
+    width: Any = None,
+    depth: Any = None,
+    groups: Any = None,
+    random_state: Any = None,
+    max_iter: Any = None,
+    lr: Any = None,
+    norm: Any = None,
+) -> dict[str, Any]:
+    """The parameters of :func:`train` given (not ``None``), checked and as plain Python
+    numbers (a NumPy integer becomes an ``int``); :class:`~lncapacity.errors.InputError`
+    naming the first one out of range, before any data is read or PyTorch imported.
+
+    The one place for these limits: :func:`train`, ``LNNetClassifier(strategy="train")``,
+    ``lncapacity train`` and ``capacity --train`` all ask it.  What depends on the data
+    (classes, parameters, memory) is :func:`check_size`."""
+    out: dict[str, Any] = {}
 
     def integer(name: str, v: Any, lo: int, hi: int) -> None:
+        if v is None:
+            return
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
             raise InputError(f"{name}: expected an integer from {lo} to {hi:,}, got {v!r}")
+        out[name] = int(v)
 
     integer("width", width, 2, MAX_WIDTH)
     integer("depth", depth, 1, MAX_DEPTH)
     integer("groups", groups, 1, MAX_WIDTH)
     integer("random_state", random_state, 0, MAX_SEED)
-    integer("max_iter", max_iter, 0, 10**9)
-    if norm not in ("ln", "rms"):
-        raise InputError(f"norm: expected 'ln' or 'rms', got {norm!r}")
+    integer("max_iter", max_iter, 0, MAX_ITER)
+    if norm is not None:
+        if norm not in ("ln", "rms"):
+            raise InputError(f"norm: expected 'ln' or 'rms', got {norm!r}")
+        out["norm"] = norm
     least = 1 if norm == "rms" else 2  # a centred group of one feature is 0/0
-    if width % groups or width // groups < least:
+    if "width" in out and "groups" in out and (width % groups or width // groups < least):
         raise InputError(
             f"groups: {groups} groups of width {width} (width a multiple of groups, "
             f"groups of {least} or more)"
         )
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < math.inf:
-        raise InputError(f"lr: expected a finite number > 0, got {lr!r}")
+    if lr is not None:
+        if (
+            isinstance(lr, (bool, np.bool_))
+            or not isinstance(lr, (int, float, np.integer, np.floating))
+            or not 0 < lr <= MAX_LR
+        ):
+            raise InputError(f"lr: expected a finite number > 0 and at most {MAX_LR:g}, got {lr!r}")
+        out["lr"] = float(lr)
+    return out
+
+
+def check_size(m: int, d: int, k: int, width: int, depth: int) -> None:
+    """:class:`~lncapacity.errors.InputError` when training a net of ``depth`` layers of
+    ``width`` on ``m`` points of ``d`` features and ``k`` classes is beyond the limits:
+    :data:`~lncapacity.fileformat.MAX_CLASSES`, :data:`MAX_PARAMETERS`, and
+    :data:`MAX_TRAIN_BYTES` of memory estimated before any tensor is made."""
+    check_classes(k)
+    params = d * width + width + (depth - 1) * (width + 1) * width + 2 * depth * width
+    params += (width + 1) * k
+    if params > MAX_PARAMETERS:
+        raise InputError(
+            f"width {width}, depth {depth}, {d} features and {k} classes make {params:,} "
+            f"weights, beyond the limit of {MAX_PARAMETERS:,} (the exact net must fit a net file)"
+        )
+    memory = 4 * (4 * params + 4 * m * (d + 2 * depth * width + k))
+    if memory > MAX_TRAIN_BYTES:
+        raise InputError(
+            f"training {m:,} points with width {width}, depth {depth} and {k} classes takes "
+            f"about {memory / 2**30:.1f} GiB (float32 weights, Adam's state and every point's "
+            f"activations), beyond the limit of {MAX_TRAIN_BYTES >> 30} GiB: fewer points, "
+            "classes or layers"
+        )
 
 
 def _module(

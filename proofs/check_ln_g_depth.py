@@ -174,8 +174,7 @@ def test_toggles_formula():
 
 
 def _groups_of(labels):
-    ts = [fmpq(i) for i in range(len(labels))]
-    return choose_blocks(ts, labels)
+    return choose_blocks(labels)
 
 
 def test_theorem_4_two_classes():
@@ -243,3 +242,175 @@ def test_built_nets_reach_theorem_3():
         assert net.meta["groups_by_layer"][2:] == [max(1, len(set(y.tolist())) - 1)] * (depth - 2)
         if k == 2 and b:
             assert first + second <= 2 * math.sqrt(b) + 4
+
+
+# ---------------------------------------------------------- §5: the certificate by the theorem
+
+
+def _random_block_net(rng, d, eps):
+    """A depth-2 net of Theorem 5's form with random weights: layer 1 a pass-through (wide), a
+    few steep steps (s_j in {1/2, 1, 2}) and constants, in random order; units with centre 0
+    reading every group along u (A_rP > 0, the rest random); a readout along u with random
+    kappa, a3 and biases."""
+    from lncapacity.model import Affine, LNNet, Norm
+
+    Q = fmpq
+    r = tuple(Q(rng.randint(-4, 4) or 1, rng.choice([1, 2])) for _ in range(d))
+    zero = tuple(Q(0) for _ in r)
+    kinds = ["pass"] + ["cut"] * rng.randint(0, 5) + ["const"] * rng.randint(0, 2)
+    rng.shuffle(kinds)
+    W1, b1 = [], []
+    for kind in kinds:
+        s = {"pass": Q(1, 8), "cut": Q(rng.choice([1, 2, 4]), 2), "const": Q(0)}[kind]
+        C = Q(rng.randint(-200, 200), 4) * s if s else Q(rng.choice([-1, 1]) * rng.randint(1, 9))
+        B = Q(rng.randint(40, 80)) if kind == "pass" else Q(rng.randint(0, 4), 16)
+        e_ = Q(rng.randint(-9, 9), 4)
+        w = tuple(s * x for x in r)
+        W1 += [w, tuple(-x for x in w), zero]
+        b1 += [3 * B + e_ - C, 3 * B + e_ + C, e_]
+    G1 = len(kinds)
+    P = kinds.index("pass")
+    units = rng.randint(1, 6)
+    W2, b2 = [], []
+    for _ in range(units):
+        row = []
+        for j in range(G1):
+            A = Q(rng.randint(1, 4), 2) if j == P else Q(rng.randint(-6, 6), 16)
+            a3 = Q(rng.randint(-3, 3), 5)
+            row += [a3 + A / 2, a3 - A / 2, a3]
+        e_ = Q(rng.randint(-5, 5), 3)
+        B = Q(rng.randint(0, 3), 64)
+        W2 += [tuple(row), tuple(-x for x in row), tuple(Q(0) for _ in row)]
+        b2 += [3 * B + e_, 3 * B + e_, e_]
+    k = rng.choice([2, 3])
+    rows, rho = [], []
+    for _ in range(k):
+        row = []
+        for _ in range(units):
+            kap, a3 = Q(rng.randint(-2, 2), rng.choice([1, 2])), Q(rng.randint(-3, 3), 3)
+            row += [a3 + kap / 2, a3 - kap / 2, a3]
+        rows.append(tuple(row))
+        rho.append(Q(rng.randint(-4, 4), 5))
+    layers = (Affine(tuple(W1), tuple(b1)), Affine(tuple(W2), tuple(b2)))
+    return LNNet(
+        d,
+        None,
+        eps,
+        layers,
+        Affine(tuple(rows), tuple(rho)),
+        tuple(range(k)),
+        {},
+        (Norm(groups=G1), Norm(groups=units)),
+    )
+
+
+def _theorem_5_interval(net, x, lab):
+    """Theorem 5's enclosure of the margin at x in mpmath, from the weights (independently of
+    the package's certificate), with tau* the largest actual tail of a step; None where its
+    hypothesis mu > alpha tau* fails or x lies on a steep centre."""
+    import mpmath
+
+    mq = lambda q: mpmath.mpf(int(q.p)) / int(q.q)  # noqa: E731
+    L1, L2, R = net.layers[0], net.layers[1], net.readout
+    G1, U = len(L1.b) // 3, len(L2.b) // 3
+    r = next(L1.W[3 * j] for j in range(G1) if any(L1.W[3 * j]))
+    pivot = next(i for i, v in enumerate(r) if v)
+    t = sum((w * v for w, v in zip(r, x, strict=True)), fmpq(0))
+    groups = []
+    for j in range(G1):
+        p, q, e = L1.b[3 * j : 3 * j + 3]
+        s = L1.W[3 * j][pivot] / r[pivot]
+        b2 = 3 * ((p + q - 2 * e) / 6) ** 2 + 3 * net.eps / 2
+        groups.append((s, (q - p) / 2, b2))
+    P = max(
+        (j for j in range(G1) if groups[j][0] > 0),
+        key=lambda j: (groups[j][2] / groups[j][0] ** 2, -j),
+    )
+    if any(s > 0 and j != P and s * t == C for j, (s, C, _) in enumerate(groups)):
+        return None
+
+    def sigma(j):
+        s, C, b2 = groups[j]
+        z = mq(s * t - C)
+        return z / mpmath.sqrt(z * z + mq(b2))
+
+    sign = {j: 1 if groups[j][0] * t - groups[j][1] > 0 else -1 for j in range(G1) if j != P}
+    tau = max((abs(sigma(j) - sign[j]) for j in sign), default=mpmath.mpf(0))
+    phi = sigma(P)
+    A = [[L2.W[3 * u_][3 * j] - L2.W[3 * u_][3 * j + 1] for j in range(G1)] for u_ in range(U)]
+    level = [-sum(mq(a[j]) * sign[j] for j in sign) / mq(a[P]) for a in A]
+    mu = min(abs(phi - lv) for lv in level)
+    alpha = max(sum(abs(mq(a[j])) for j in sign) / mq(a[P]) for a in A)
+    if not mu > alpha * tau:
+        return None
+    X = mpmath.sqrt(6) / 2 * min(mq(a[P]) for a in A) * (mu - alpha * tau)
+    bu2 = max(
+        3 * mq((L2.b[3 * u_] + L2.b[3 * u_ + 1] - 2 * L2.b[3 * u_ + 2]) / 6) ** 2
+        + 3 * mq(net.eps) / 2
+        for u_ in range(U)
+    )
+    tail2 = bu2 / (2 * X * X)
+    kap = [[R.W[c][3 * u_] - R.W[c][3 * u_ + 1] for u_ in range(U)] for c in range(len(R.W))]
+    on = [1 if phi > lv else -1 for lv in level]
+    lo = hi = mpmath.inf
+    for c in range(len(R.W)):
+        if c == lab:
+            continue
+        dk = [mq(a - b) for a, b in zip(kap[lab], kap[c], strict=True)]
+        D = mpmath.sqrt(6) / 2 * sum(v * o for v, o in zip(dk, on, strict=True))
+        D += mq(R.b[lab] - R.b[c])
+        err = mpmath.sqrt(6) / 2 * sum(abs(v) for v in dk) * tail2
+        lo, hi = min(lo, D - err), min(hi, D + err)
+    return lo, hi
+
+
+def test_theorem_5_encloses_the_exact_margins():
+    """Random nets of Theorem 5's form and points: where its hypothesis holds the exact margin
+    (mpmath, the model's forward pass) lies in its interval; the package's certificate's
+    interval contains the exact margin at every point it decides."""
+    import mpmath
+
+    from lncapacity.certify.theorems.blocks import blocks_certificate
+
+    rng = random.Random(5)
+    held = decided = 0
+    for trial in range(30):
+        d = rng.choice([1, 2])
+        e = [fmpq(0), fmpq(1, 1000), fmpq(1, 2)][trial % 3]
+        net = _random_block_net(rng, d, e)
+        X = [
+            tuple(fmpq(rng.randint(-200, 200), rng.choice([1, 4, 3])) for _ in range(d))
+            for _ in range(30)
+        ]
+        labels = [rng.randrange(len(net.classes)) for _ in X]
+        cert = blocks_certificate(net, tuple(X), np.array(labels))
+        assert cert is not None
+        with mpmath.workdps(60):
+            mnet = net.map(lambda q: mpmath.mpf(int(q.p)) / int(q.q))
+            for i, (x, lab) in enumerate(zip(X, labels, strict=True)):
+                z = mnet.forward([mpmath.mpf(int(v.p)) / int(v.q) for v in x], mpmath.sqrt)
+                mg = z[lab] - max(zc for c, zc in enumerate(z) if c != lab)
+                got = _theorem_5_interval(net, x, lab)
+                if got is not None:  # (within 60 digits' rounding of the forward pass)
+                    assert got[0] - 1e-50 <= mg <= got[1] + 1e-50
+                    held += 1
+                if cert.lo[i] > -np.inf:
+                    assert cert.lo[i] <= mg <= cert.hi[i]
+                    decided += bool(cert.decided[i])
+    assert held > 200 and decided > 100
+
+
+def test_the_construction_is_certified_by_theorem_5():
+    """The construction's depth-2 nets: every point certified by Theorem 5, with at least
+    Theorem 3's margin (7/16) sqrt 6, whatever eps and the number of classes."""
+    from lncapacity.certify.theorems.blocks import blocks_certificate
+
+    rng = np.random.default_rng(6)
+    for e, k in (("0", 2), ("1e-5", 3), ("2", 2)):
+        Xf = rng.standard_normal((500, 3))
+        y = rng.integers(0, k, 500)
+        points = points_from_arrays(Xf, y)
+        net = build(points, arch="ln-g", depth=2, eps=e)
+        labels = np.array([net.classes.index(v) for v in points.y])
+        cert = blocks_certificate(net, points.X, labels)
+        assert cert.decided.all() and (cert.lo >= float(PROVED) * ROOT6).all()

@@ -15,7 +15,6 @@ from lncapacity.construct.groups import (
     build_ln_g,
     coefficients,
     float_margin,
-    step_certificate,
 )
 from lncapacity.data import points_from_arrays
 from lncapacity.fileformat import U, V
@@ -190,12 +189,13 @@ def test_margin_theorem_on_examples():
         points = points_from_arrays(X, y)
         for e in (fmpq(0), fmpq(1, 100000), fmpq(3)):
             net = build_ln_g(points, e)
-            cert = step_certificate(net, points)
-            assert cert.certified == points.m
-            assert cert.tails <= PI2_8 / 16
+            # Theorem 4.2's bound, from the construction's delta and b^2 (b / delta is the
+            # same in units of t and of the first layer's S t)
+            tails = PI2_8 * fmpq(net.meta["b2"]) / fmpq(net.meta["delta"]) ** 2
+            assert tails <= PI2_8 / 16
             root6 = arb(6).sqrt()
             for (z, T), label in zip(_scores_and_tails(net, points), points.y, strict=True):
-                assert T <= arb(cert.tails)
+                assert T <= arb(tails)
                 own = net.classes.index(label)
                 for ci, zc in enumerate(z):
                     assert abs(zc - root6 * int(ci == own)) <= root6 * T / 2
@@ -218,7 +218,7 @@ def test_distances_to_the_centres_grow_like_odd_multiples():
     r = layer.W[0]
     L = [sum((w * q for w, q in zip(r, xi, strict=True)), fmpq(0)) for xi in points.X]
     delta = min(abs(p - q) for p in L for q in C)
-    assert delta == step_certificate(net, points).delta
+    assert delta > 0
     for p in L:
         right = sorted(q - p for q in C if q > p)
         left = sorted(p - q for q in C if q < p)
@@ -351,3 +351,169 @@ def test_float_margin_is_monotone_and_fails_without_room():
     assert ok2 and low2 < low
     assert float_margin(d, d**2 / 16, d, 100, UNIT["float32"]) == (False, fmpq(-1))
     assert not float_margin(d, d**2 / 16, fmpq(1, 2), 100, UNIT["float32"])[0]
+
+
+# ---------------------------------------------------------- §7: the certificate by the theorem
+
+
+def test_lemma_7_a_group_read_from_its_weights():
+    """Rows (w, -w, 0), biases (p, q, e): y - mean = (w.h - C) u + B v and u.LN(y) =
+    sqrt6 sigma_b(w.h - C), b^2 = 3 B^2 + 3 eps / 2; a row with a1 + a2 = 2 a3 reads
+    ((a1 - a2)/2) u.LN(y)."""
+    wh, p, q, e, a1, a3 = sp.symbols("wh p q e a1 a3", real=True)
+    y = sp.Matrix([wh + p, -wh + q, e])
+    C, B = (q - p) / 2, (p + q - 2 * e) / 6
+    mean = sum(y) / 3
+    assert sp.simplify(y - mean * sp.ones(3, 1) - ((wh - C) * u + B * v)) == sp.zeros(3, 1)
+    h = sp.Matrix(layer_norm(list(y), eps, sp.sqrt))
+    z = wh - C
+    assert sp.simplify((u.T * h)[0] - sp.sqrt(6) * z / sp.sqrt(z**2 + 3 * B**2 + 3 * eps / 2)) == 0
+    a2 = 2 * a3 - a1
+    a = sp.Matrix([a1, a2, a3])
+    assert sp.simplify((a.T * h)[0] - (a1 - a2) / 2 * (u.T * h)[0]) == 0
+
+
+def _random_step_net(rng, G, k, d, eps, spread):
+    """A depth-1 net of Theorem 8's form with random weights: rows (r, -r, 0), centres C_j
+    distinct, steepness b_j^2 = 3 B_j^2 + 3 eps / 2 (B_j random, ``spread`` large = steep),
+    readout rows (a3 + kappa/2, a3 - kappa/2, a3) with random kappa, a3 and biases."""
+    from lncapacity.model import Affine, LNNet, Norm
+
+    Q = lambda a, b=1: fmpq(a, b)  # noqa: E731
+    r = tuple(Q(rng.randint(-5, 5) or 1, rng.choice([1, 2, 4])) for _ in range(d))
+    centres = sorted({Q(rng.randint(-400, 400), 8) for _ in range(G)})
+    W, bias = [], []
+    for c in centres:
+        B, e_ = Q(rng.randint(0, 20), spread), Q(rng.randint(-9, 9), 4)
+        W += [r, tuple(-x for x in r), tuple(Q(0) for _ in r)]
+        bias += [3 * B + e_ - c, 3 * B + e_ + c, e_]
+    rows, rho = [], []
+    for _ in range(k):
+        row = []
+        for _ in centres:
+            kap, a3 = Q(rng.randint(-2, 2), rng.choice([1, 2])), Q(rng.randint(-3, 3), 3)
+            row += [a3 + kap / 2, a3 - kap / 2, a3]
+        rows.append(tuple(row))
+        rho.append(Q(rng.randint(-4, 4), 5))
+    layer = Affine(tuple(W), tuple(bias))
+    G = len(centres)
+    return LNNet(
+        d,
+        3 * G,
+        eps,
+        (layer,),
+        Affine(tuple(rows), tuple(rho)),
+        tuple(range(k)),
+        {},
+        (Norm(groups=G),),
+    )
+
+
+def _mp_margins(net, X, labels):
+    """The exact margins z_l - max_{c != l} z_c by mpmath at 60 digits (the model's forward)."""
+    import mpmath
+
+    with mpmath.workdps(60):
+        mnet = net.map(lambda q: mpmath.mpf(int(q.p)) / int(q.q))
+        out = []
+        for x, lab in zip(X, labels, strict=True):
+            z = mnet.forward([mpmath.mpf(int(v.p)) / int(v.q) for v in x], mpmath.sqrt)
+            out.append(z[lab] - max(zc for c, zc in enumerate(z) if c != lab))
+        return out
+
+
+def _theorem_8_interval(net, x, lab):
+    """Theorem 8's enclosure of the margin at x, in mpmath (from the weights, independently of
+    the package's certificate)."""
+    import mpmath
+
+    layer, R = net.layers[0], net.readout
+    G = len(layer.b) // 3
+    mq = lambda q: mpmath.mpf(int(q.p)) / int(q.q)  # noqa: E731
+    t = sum((w * v for w, v in zip(layer.W[0], x, strict=True)), fmpq(0))
+    C = [(layer.b[3 * j + 1] - layer.b[3 * j]) / 2 for j in range(G)]
+    b2 = max(
+        3 * ((layer.b[3 * j] + layer.b[3 * j + 1] - 2 * layer.b[3 * j + 2]) / 6) ** 2
+        + 3 * net.eps / 2
+        for j in range(G)
+    )
+    if t in C:
+        return None
+    cs = sorted(C)
+    h = min((bq - aq for aq, bq in itertools.pairwise(cs)), default=None)
+
+    def f(dist):
+        if dist is None:
+            return mpmath.mpf(0)
+        return 1 / mq(dist) ** 2 + (0 if h is None else 1 / (mq(h) * mq(dist)))
+
+    lower = max((c for c in cs if c < t), default=None)
+    upper = min((c for c in cs if c > t), default=None)
+    T = (
+        mq(b2)
+        / 2
+        * (f(None if lower is None else t - lower) + f(None if upper is None else upper - t))
+    )
+    kap = [[R.W[c][3 * j] - R.W[c][3 * j + 1] for j in range(G)] for c in range(len(R.W))]
+    lo = hi = mpmath.inf
+    for c in range(len(R.W)):
+        if c == lab:
+            continue
+        dk = [a - b for a, b in zip(kap[lab], kap[c], strict=True)]
+        D = mpmath.sqrt(6) / 2 * sum(mq(v) * (1 if t > C[j] else -1) for j, v in enumerate(dk))
+        D += mq(R.b[lab] - R.b[c])
+        err = mpmath.sqrt(6) / 2 * max(abs(mq(v)) for v in dk) * T
+        lo, hi = min(lo, D - err), min(hi, D + err)
+    return lo, hi
+
+
+def test_theorem_8_encloses_the_exact_margins():
+    """Random nets of the form (random kappa, readout biases, steepness, eps) and points: the
+    exact margin (mpmath) lies in Theorem 8's interval at every point, and in the package's
+    certificate's (which is rounded outwards, so contains Theorem 8's)."""
+    import mpmath
+
+    from lncapacity.certify.theorems.steps import steps_certificate
+
+    rng = random.Random(8)
+    inside = decided = 0
+    for trial in range(24):
+        k, d = rng.choice([2, 3]), rng.choice([1, 2])
+        e = [fmpq(0), fmpq(1, 1000), fmpq(2)][trial % 3]
+        net = _random_step_net(rng, rng.randint(1, 9), k, d, e, rng.choice([4, 64, 4096]))
+        X = [
+            tuple(fmpq(rng.randint(-300, 300), rng.choice([4, 8, 3])) for _ in range(d))
+            for _ in range(40)
+        ]
+        labels = [rng.randrange(k) for _ in X]
+        exact = _mp_margins(net, X, labels)
+        cert = steps_certificate(net, tuple(X), np.array(labels))
+        assert cert is not None
+        for i, (x, lab, mg) in enumerate(zip(X, labels, exact, strict=True)):
+            got = _theorem_8_interval(net, x, lab)
+            if got is None:
+                assert cert.lo[i] == -np.inf
+                continue
+            with mpmath.workdps(60):
+                assert got[0] - 1e-50 <= mg <= got[1] + 1e-50  # 60 digits' rounding
+                assert cert.lo[i] <= mg <= cert.hi[i]
+                assert cert.lo[i] <= got[0] + 1e-9 and got[1] - 1e-9 <= cert.hi[i]
+            inside += 1
+            decided += bool(cert.decided[i])
+    assert inside > 600 and decided > 200
+
+
+def test_the_construction_is_certified_by_theorem_8():
+    """The construction's nets: every point certified by Theorem 8, with a margin of at least
+    (29/32) sqrt 6 (§7), whatever eps."""
+    from lncapacity.certify.theorems.steps import steps_certificate
+
+    rng = np.random.default_rng(9)
+    for e, k in ((fmpq(0), 2), (fmpq(1, 100000), 3), (fmpq(3), 2)):
+        Xf = rng.standard_normal((400, 3))
+        y = rng.integers(0, k, 400)
+        points = points_from_arrays(Xf, y)
+        net = build_ln_g(points, e)
+        labels = np.array([net.classes.index(v) for v in points.y])
+        cert = steps_certificate(net, points.X, labels)
+        assert cert.decided.all() and (cert.lo > 29 / 32 * 6**0.5).all()

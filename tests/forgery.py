@@ -64,7 +64,7 @@ class Net:
     readout: tuple[list[list[Fraction]], list[Fraction]]
     eps: Fraction
     classes: list[Any]
-    width: int
+    width: int | None
     input_dim: int
     norms: list[tuple[list[Fraction] | None, list[Fraction] | None]] = field(default_factory=list)
     """Each LayerNorm's (gain, bias), lnnet/1.1 "ln-affine"; empty when none has one."""
@@ -108,6 +108,26 @@ def scores(net: Net, x: list[Fraction]) -> list[mpmath.mpf]:
         ]
 
 
+def in_digits(net: Net) -> Net:
+    """``net`` with every number an mpmath float at :data:`DIGITS` digits, as :func:`scores`
+    would convert it (converted once, not again at every point)."""
+    with mpmath.workdps(DIGITS):
+
+        def row(v: list) -> list:
+            return [mp(w) for w in v]
+
+        def affine(Wb: tuple) -> tuple:
+            return [row(r) for r in Wb[0]], row(Wb[1])
+
+        return replace(
+            net,
+            layers=[affine(Wb) for Wb in net.layers],
+            readout=affine(net.readout),
+            eps=mp(net.eps),
+            norms=[tuple(None if v is None else row(v) for v in gb) for gb in net.norms],
+        )
+
+
 def true_margin(net: Net, x: list[Fraction], label: Any) -> mpmath.mpf:
     """``z_label - max_other z`` (the oracle's value); Invalid if ``label`` is not a class."""
     if label not in net.classes:
@@ -126,15 +146,17 @@ def oracle_net(obj: Any) -> Net:
     if not isinstance(obj, dict) or obj.get("format") not in ("lnnet/1", "lnnet/1.1"):
         raise Invalid("not lnnet/1")
     requires = obj.get("requires", []) if obj["format"] == "lnnet/1.1" else []
-    known = {"ln-affine", "algebraic", "groups", "rms"}
+    known = {"ln-affine", "algebraic", "groups", "widths", "rms"}
     if not isinstance(requires, list) or not set(requires) <= known:
         raise Invalid("requires")
     radicals = oracle_radicals(obj.get("radicals")) if "algebraic" in requires else None
     if radicals is None and "radicals" in obj:
         raise Invalid("radicals without algebraic")
     n, d = obj.get("width"), obj.get("input_dim")
-    if type(n) is not int or type(d) is not int or n < 1 or d < 1:
-        raise Invalid("width/input_dim")
+    if not (n is None and "widths" in requires) and (type(n) is not int or n < 1):
+        raise Invalid("width")  # (null with "widths": each layer's width is its rows)
+    if type(d) is not int or d < 1:
+        raise Invalid("input_dim")
     classes = obj.get("classes")
     if not isinstance(classes, list) or not classes or len(set(map(repr, classes))) != len(classes):
         raise Invalid("classes")
@@ -162,7 +184,7 @@ def oracle_net(obj: Any) -> Net:
             raise Invalid("shape")
         return [[weight(w) for w in r] for r in a["W"]], [weight(v) for v in a["b"]]
 
-    def norm(a: dict) -> tuple[list[Fraction] | None, list[Fraction] | None]:
+    def norm(a: dict, n: int) -> tuple[list[Fraction] | None, list[Fraction] | None]:
         ln = a.get("ln")
         if ln is None:
             return None, None
@@ -180,7 +202,7 @@ def oracle_net(obj: Any) -> Net:
             raise Invalid("norm")
         return a["norm"] == "rms"
 
-    def groups(a: dict) -> int:
+    def groups(a: dict, n: int) -> int:
         if "groups" not in a:
             return 1
         g, least = a["groups"], 1 if rms(a) else 2  # a centred feature alone is 0/0
@@ -188,18 +210,28 @@ def oracle_net(obj: Any) -> Net:
             raise Invalid("groups")
         return g
 
+    def rows(a: Any) -> int:
+        """The layer's width: the net's, or (lnnet/1.1 "widths", width null) its own rows."""
+        if n is not None:
+            return n
+        least = 1 if rms(a) else 2  # an RMSNorm of one feature is its sign
+        if not isinstance(a, dict) or not isinstance(a.get("W"), list) or len(a["W"]) < least:
+            raise Invalid("widths")
+        return len(a["W"])
+
     layers = obj.get("layers")
     if not isinstance(layers, list):
         raise Invalid("layers")
     kinds = [rms(a) for a in layers]
-    if n < 2 and not all(kinds):
+    if n is not None and n < 2 and not all(kinds):
         raise Invalid("width")
-    fan_in, out = d, []
+    fan_in, out, norms, gs = d, [], [], []
     for a in layers:
-        out.append(affine(a, n, fan_in))
-        fan_in = n
-    norms = [norm(a) for a in layers]
-    gs = [groups(a) for a in layers]
+        width = rows(a)
+        out.append(affine(a, width, fan_in))
+        norms.append(norm(a, width))
+        gs.append(groups(a, width))
+        fan_in = width
     eps = number(obj.get("eps"))
     if eps < 0:
         raise Invalid("eps")
@@ -269,6 +301,7 @@ def net_is_true(obj: Any, X: list[list[Fraction]], y: list[Any]) -> bool:
         net = oracle_net(obj)
         if net.input_dim != len(X[0]):
             return False
+        net = in_digits(net)
         return all(true_margin(net, x, label) > TIE for x, label in zip(X, y, strict=True))
     except Invalid:
         return False

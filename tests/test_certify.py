@@ -8,6 +8,7 @@ import inspect
 import math
 import pkgutil
 import sys
+from dataclasses import replace
 
 import pytest
 import sympy
@@ -181,3 +182,92 @@ def test_full_rank_layers_use_the_generic_forward():
     labels = list(net.predict(X, backend="exact"))
     assert certify(net, X, labels).all_certified
     assert labels == list(net.predict(X, backend="float64"))
+
+
+def _grouped_tie(groups: int) -> LNNet:
+    """An LN-G net of ``groups`` groups of 3 whose two readout rows are equal: every margin is
+    exactly 0 (a zero-margin certificate bomb)."""
+    from lncapacity.model import Norm
+
+    one, zero = fmpq(1), fmpq(0)
+    W = tuple(r for _ in range(groups) for r in ((one,), (-one,), (zero,)))
+    b = tuple(v for j in range(groups) for v in (fmpq(-j), fmpq(j + 1), fmpq(-1, 8)))
+    row = tuple(v for _ in range(groups) for v in (one, one, fmpq(-2)))
+    layer = Affine(W, b)
+    readout = Affine((row, row), (fmpq(2), fmpq(2)))
+    return LNNet(1, 3 * groups, fmpq(0), (layer,), readout, (0, 1), norms=(Norm(groups=groups),))
+
+
+def test_an_exact_tie_is_decided_at_the_starting_precision():
+    """Equal readout rows tie at every input: the margin is exactly 0, proved symbolically, so
+    no point climbs to 65,536 bits (which cost minutes and gigabytes on wide LN-G nets)."""
+    from lncapacity.certify import balls
+
+    net = _grouped_tie(50)
+    X, y = [[fmpq(k, 3)] for k in range(40)], [k % 2 for k in range(40)]
+    cert = certify(net, X, y, workers=1)
+    assert cert.certified == 0
+    assert {p.verdict for p in cert.points} == {"undecided"}
+    assert {p.margin_interval for p in cert.points} == {(0.0, 0.0)}
+    assert max(p.precision for p in cert.points) == 128
+    with pytest.raises(ArithmeticError, match="same readout row"):
+        decide(net, [fmpq(1, 3)])
+    # a third class above the tie is still decided, and certifies its points
+    third = Affine((*net.readout.W, net.readout.W[0]), (fmpq(2), fmpq(2), fmpq(3)))
+    net3 = LNNet(1, net.width, net.eps, net.layers, third, (0, 1, 2), norms=net.norms)
+    assert decide(net3, [fmpq(1, 3)]) == 2
+    cert3 = certify(net3, X, [2] * len(X), workers=1)
+    assert cert3.all_certified
+    # equal rows whose biases differ below the float resolution do not tie
+    close = Affine(((fmpq(1),), (fmpq(1),)), (1 + fmpq(1, 2**300), fmpq(1)))
+    assert balls.tied_classes(LNNet(1, 3, fmpq(0), (), close, (0, 1))) == {}
+
+
+def test_the_precision_work_is_bounded_by_the_inputs_size():
+    """Ties no row comparison finds (``z_0 = h_1``, ``z_1 = -h_2``, and ``h_2 = -h_1`` at every
+    input): each point's margin is exactly 0, and the work above the starting precision is
+    bounded per chunk (certify.balls.ESCALATION), not 65,536 bits for every point."""
+    from lncapacity.certify import balls
+
+    one, zero = fmpq(1), fmpq(0)
+    layer = Affine(((one,), (-one,), (zero,)), (zero, zero, zero))
+    readout = Affine(((one, zero, zero), (zero, -one, zero)), (zero, zero))
+    net = LNNet(1, 3, fmpq(0), (layer,), readout, (0, 1))
+    m = 96
+    X, y = [[fmpq(k + 1, 7)] for k in range(m)], [0] * m
+    cert = certify(net, X, y, workers=1)
+    assert cert.certified == 0 and {p.verdict for p in cert.points} == {"undecided"}
+    chunks = -(-m // certify_module.CHUNK)
+    work = sum(p.precision for p in cert.points)
+    own = 128 + 2 * net.depth  # the starting precision, two bits a layer
+    assert work <= m * balls.ESCALATION * own + chunks * 2 * balls.MAX_PRECISION
+    assert max(p.precision for p in cert.points) == balls.MAX_PRECISION  # one still climbs
+
+
+def test_a_wide_net_is_evaluated_at_a_bounded_precision(monkeypatch):
+    """The balls of one evaluation hold at most MAX_BALL_BITS: the two widest layers' values
+    and the weights that are not dyadic (a dyadic weight's ball is exact), at that precision."""
+    from lncapacity.certify import balls
+
+    net = _grouped_tie(50)  # 150 features; every weight dyadic (biases j, -j - 1, -1/8)
+    assert balls.precision_limit(net, 1 << 16) == 1 << 16
+    monkeypatch.setattr(balls, "MAX_BALL_BITS", 300 * 1000)
+    assert balls.precision_limit(net, 1 << 16) == 1000
+    third = replace(net.layers[0], b=(fmpq(1, 3), *net.layers[0].b[1:]))  # one weight not dyadic
+    assert balls.precision_limit(replace(net, layers=(third,)), 1 << 16) == 300 * 1000 // 301
+    monkeypatch.setattr(balls, "MAX_BALL_BITS", 1)
+    assert balls.precision_limit(net, 1 << 16) == 128  # never below the starting precision
+
+
+def test_the_precision_work_grows_with_the_depth(monkeypatch):
+    """Balls lose bits layer by layer (about 2.5 a layer here: a depth-400 LN-G net needs
+    1,024 bits at every point), so the input's own precision counts two bits a layer: with
+    the work per point cut to twice that, every point is still certified (counting only the
+    numbers' bits, 128, left most points undecided, and a depth-10,000 LN-G net failed)."""
+    from lncapacity.certify import balls
+
+    X, y = [[k] for k in range(32)], [k % 2 for k in range(32)]
+    net = build(X, y, arch="ln-g", depth=400)
+    monkeypatch.setattr(balls, "ESCALATION", 2)
+    cert = certify(net, X, y, workers=1, max_precision=2048)
+    assert cert.all_certified and cert.precision == 1024

@@ -213,6 +213,15 @@ codes = [main(["certify", sys.argv[1], "--json", "--quiet"])]
 codes.append(main(["certify", sys.argv[1], "--quiet", "--float", "float64,torch-float32"]))
 print("exit codes", *codes)
 """
+# the float passes run beside the certificate (a process of their own), then here: one summary
+BESIDE = """
+import sys
+from lncapacity import floats
+from lncapacity.cli import main
+for floats.FLOAT_PARALLEL in (1, 1 << 60):  # every pass large, then none
+    main(["certify", sys.argv[1], "--json", "--quiet"])
+    print("torch imported here:", "torch" in sys.modules)
+"""
 
 GOOD: dict[str, Case] = {
     "xor": Case(
@@ -243,6 +252,7 @@ GOOD: dict[str, Case] = {
         cmd=[sys.executable, "-c", "import sys, lncapacity.cli; print('sklearn' in sys.modules)"],
     ),
     "no-torch": Case(lambda i, o: [XOR], cmd=[sys.executable, "-c", NO_TORCH]),
+    "beside": Case(lambda i, o: [XOR], cmd=[sys.executable, "-c", BESIDE]),
 }
 if SCRIPT:
     GOOD["console-script"] = Case(
@@ -651,6 +661,16 @@ def test_without_torch_only_numpy_backends_run(runs):
     assert "--float torch-float32 needs PyTorch: pip install 'lncapacity[torch]'" in line
 
 
+def test_float_passes_beside_the_certificate_report_what_they_report_here(runs):
+    r = runs["beside"]
+    assert r.proc.returncode == 0, r.proc.stderr
+    beside, here = r.proc.stdout.split("torch imported here: ")[:2]
+    assert here.startswith("False")  # PyTorch's passes (where installed) ran beside
+    beside, here = json.loads(beside), json.loads(here.split("\n", 1)[1])
+    assert beside["all_certified"] and beside["float"]
+    assert {**beside, "seconds": None} == {**here, "seconds": None}
+
+
 def test_failing_certificate_makes_no_claim_about_it(verify_runs):
     r = verify_runs["tampered"]
     for name, line in float_lines(r.proc.stdout).items():
@@ -668,3 +688,30 @@ def test_certify_says_when_runs_gave_way_to_pma(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "method pma (runs gave way: layer 1: no fold" in out, out
     assert "certified: 4/4 points" in out and "WARNING: float64 misclassifies" in out
+
+
+def test_labels_reach_the_terminal_with_their_control_characters_escaped(tmp_path, capsys):
+    """A label carrying terminal escape sequences (set the title, clear the screen) is
+    printed escaped by certify, verify, explain and in error lines (arith.printable)."""
+    from lncapacity.cli import main
+
+    title, clear = "a\x1b]0;PWNED\x07", "b\x1b[2J\u202e"
+    data = tmp_path / "labels.csv"
+    data.write_text(f'x,label\n0,"{title}"\n1,"{clear}"\n2,"{title}"\n', encoding="utf-8")
+    net = tmp_path / "net.json"
+    runs = [
+        ["certify", str(data), "--out", str(net), "--float", "float64", "--quiet"],
+        ["verify", str(net), str(data), "--float", "float64", "--quiet"],
+        ["explain", str(net), str(data), "--quiet"],
+    ]
+    for argv in runs:
+        assert main(argv) == 0, argv
+        out = capsys.readouterr().out
+        assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out, argv
+        assert r"a\x1b]0;PWNED\x07" in out and r"b\x1b[2J\u202e" in out, argv
+    data.write_text(
+        f'x,label\n0,"{title}"\n0,"{clear}"\n', encoding="utf-8"
+    )  # one point, two labels
+    assert main(["certify", str(data), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and len(err.strip().splitlines()) == 1

@@ -361,3 +361,37 @@ def test_rescale_layers_are_named(monkeypatch, tmp_path) -> None:
     assert f"layer {i + 1}: a rescale: an injective fold" in text.stdout
     assert "a layer of kind 'rescale'" not in text.stdout
     assert json.loads(js.stdout)["layers"][i]["words"] == entry["words"]
+
+
+def test_weights_beyond_the_float_range_are_explained_as_the_same_net(tmp_path, capsys) -> None:
+    """The first layer's weights and biases, and the projection, times ``3 10^380`` (exact
+    rationals, beyond the float range): LayerNorm is scale-invariant (eps 0), so the net and
+    its account are the same; the input's label gap is a ratio of balls, not ``inf / inf``
+    (which crashed the text with ``NoneType.__format__``)."""
+    from lncapacity.cli import main
+
+    data = tmp_path / "line.csv"
+    data.write_text("x,label\n1,0\n2,1\n3,0\n4,1\n")
+    points = lncapacity.load_points(data)
+    net = lncapacity.build(points, method="runs")
+    big = fmpq(3 * 10**380)
+    first = net.layers[0]
+    scaled_first = replace(
+        first,
+        W=tuple(tuple(w * big for w in row) for row in first.W),
+        b=tuple(v * big for v in first.b),
+    )
+    meta = dict(
+        net.meta, projection=[str(parse_rational(str(p)) * big) for p in net.meta["projection"]]
+    )
+    scaled = replace(net, layers=(scaled_first, *net.layers[1:]), meta=meta)
+    plain, wide = explain(net, points), explain(scaled, points)
+    assert wide["input"]["label_gap"] == pytest.approx(plain["input"]["label_gap"])
+    assert [e["after"]["runs"] for e in wide["layers"]] == [
+        e["after"]["runs"] for e in plain["layers"]
+    ]
+    assert wide["layers"][0]["folded"]["end"] == plain["layers"][0]["folded"]["end"]
+    lncapacity.save(scaled, tmp_path / "wide.json")
+    assert main(["explain", str(tmp_path / "wide.json"), str(data), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert f"smallest label gap {plain['input']['label_gap']:.3g}" in out

@@ -359,3 +359,68 @@ def test_the_reports_say_a_cuda_backend_was_skipped(tmp_path):
     assert s["float"]["torch-cuda-tf32"]["skipped"].startswith("no CUDA device")
     r = run("--require-float", "torch-cuda-float32")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no CUDA device" in r.stderr
+
+
+def _nets_to_bound():
+    """Nets whose float scores differ from the exact ones in many ways: a width-3 chain, an
+    LN-G net of steps, a net of full-rank layers with LayerNorm gains (certified by the
+    interval pass, as trained nets are)."""
+    from lncapacity.model import Norm
+
+    rng = np.random.default_rng(7)
+    X = rng.integers(-50, 50, (60, 3)) / 8
+    y = (X[:, 0] * X[:, 1] > X[:, 2]).astype(int)
+    points = points_from_arrays(X, y)
+    yield build(points, arch="ln-g", depth=2), points
+    line = points_from_arrays(LINE_X, LINE_Y)
+    yield build(line, eps=fmpq(1, 100000)), line
+
+    def affine(rows, cols):
+        W = rng.integers(-9, 10, (rows, cols))
+        return Affine(
+            tuple(tuple(fmpq(int(w), 7) for w in r) for r in W),
+            tuple(fmpq(int(v), 5) for v in rng.integers(-9, 10, rows)),
+        )
+
+    gain = tuple(fmpq(int(g), 3) for g in rng.integers(1, 9, 6))
+    trained = LNNet(
+        3,
+        6,
+        fmpq(1, 1000),
+        (affine(6, 3), affine(6, 6)),
+        affine(2, 6),
+        (0, 1),
+        {},
+        (Norm(gain, None), Norm(None, gain)),
+    )
+    z = np.asarray(trained.predict(X, "float64"))
+    yield trained, points_from_arrays(X, z)
+
+
+@pytest.mark.parametrize("refined", [False, True])
+def test_ulp_and_error_figures_bound_the_true_disagreement(refined):
+    """``max_ulps`` and ``max_abs_error`` are at least the true disagreement: the distance
+    from each float score to its exact value enclosed in 256-bit balls, in ulps of the
+    largest score, whether or not balls refine the certificate's enclosures."""
+    from lncapacity.certify import exact_scores
+
+    for net, points in _nets_to_bound():
+        cert = certify(net, points, scores=True)
+        assert cert.all_certified and cert.scores is not None
+        lo, hi = exact_scores(net, points.X, bits=256)  # the exact scores, within 1e-70
+
+        def balls(rows, net=net, points=points):
+            return exact_scores(net, [points.X[k] for k in rows])
+
+        refine = balls if refined else None
+        for backend in ("float64", "float32"):
+            c = check(net, points, backend, cert.scores, refine)
+            z = forward(net, points, backend).astype(np.float64)
+            distance = np.maximum(np.maximum(lo - z, z - hi), 0)  # at least |z - t|, rounded
+            mag = np.maximum(np.abs(z), np.maximum(np.abs(lo), np.abs(hi))).max(axis=1)
+            ulp = np.spacing(np.nextafter(mag.astype(backend), np.inf)).astype(np.float64)
+            true_ulps = (distance / ulp[:, None]).max()
+            assert c.max_abs_error >= distance.max() * (1 - 1e-15)
+            assert c.max_ulps >= true_ulps * (1 - 1e-15), (backend, c.max_ulps, true_ulps)
+            if refined and backend == "float64":  # the balls leave about an ulp of slack
+                assert c.max_ulps <= true_ulps + 2, (c.max_ulps, true_ulps)

@@ -735,6 +735,7 @@ def test_import_never_writes_a_net_verify_refuses(tmp_path, capsys, monkeypatch)
     assert "the net takes" in err and "beyond the limit of 0 MiB for a net" in err
 
 
+@pytest.mark.filterwarnings("ignore::lncapacity.interop.NormKindWarning")  # a width-8 LayerNorm
 def test_torch_files_are_bounded_and_mapped(tmp_path, capsys, monkeypatch):
     import zipfile
 
@@ -834,3 +835,27 @@ def test_export_is_read_by_plain_torch_load(tmp_path, kind):
     assert load_torch(tmp_path / "m.pt") == from_torch(ref, classes=net.classes)
     if kind == "ln-g":  # float32 weights: the very net
         assert load_torch(tmp_path / "m.pt") == net
+
+
+def test_a_state_dict_read_off_its_shapes_warns_that_a_groupnorm_looks_the_same(tmp_path, capsys):
+    """A GroupNorm's state dict has a LayerNorm's tensors: read without --spec it became a
+    LayerNorm net silently (3.4% of predictions differed); now one warning line names --spec.
+    A width with no groups of 2 or more (7) cannot be a GroupNorm: no warning."""
+    from lncapacity.cli import main
+    from lncapacity.interop import NormKindWarning
+
+    grouped = nn.Sequential(nn.Linear(2, 8), nn.GroupNorm(4, 8), nn.Linear(8, 2))
+    torch.save(grouped.state_dict(), tmp_path / "gn.pt")
+    with pytest.warns(NormKindWarning, match=r"module 1 \(8 features\).*GroupNorm:G"):
+        assert from_state_dict(grouped.state_dict()).groups == (1,)
+    assert main(["import", str(tmp_path / "gn.pt"), "--out", str(tmp_path / "a.json")]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("lncapacity: warning: ") and "--spec" in err[0]
+    spec = ["import", str(tmp_path / "gn.pt"), "--out", str(tmp_path / "b.json")]
+    assert main([*spec, "--spec", "Linear,GroupNorm:4,Linear"]) == 0
+    assert capsys.readouterr().err == ""
+    assert lncapacity.load(tmp_path / "b.json") == from_torch(grouped)
+    prime = nn.Sequential(nn.Linear(2, 7), nn.LayerNorm(7), nn.Linear(7, 2))
+    torch.save(prime.state_dict(), tmp_path / "ln7.pt")
+    assert main(["import", str(tmp_path / "ln7.pt"), "--out", str(tmp_path / "c.json")]) == 0
+    assert capsys.readouterr().err == ""

@@ -2,8 +2,9 @@
 
 Exact mathematics only: every built net is checked point by point in ball arithmetic through
 the model's own forward pass (:meth:`LNNet.forward`) against the margin the theorem proves
-(proofs/ln_g_steps.md: at least ``(1 - pi^2/128) sqrt 6``), and by the theorem's own exact
-certificate (:func:`step_certificate`).  Float checks use a fixed-order NumPy forward pass
+(proofs/ln_g_steps.md: at least ``(1 - pi^2/128) sqrt 6``), and by the library's certificate,
+which decides these nets by the per-point form of the theorem (§7: at least
+``(29/32) sqrt 6``).  Float checks use a fixed-order NumPy forward pass
 (no BLAS in the sums that decide), so they do not depend on the machine.
 """
 
@@ -20,14 +21,16 @@ from flint import arb, fmpq
 
 from lncapacity import fileformat
 from lncapacity.arith import exact, precision, to_float
+from lncapacity.certify import THEOREM_PRECISION, certify
 from lncapacity.construct import build
-from lncapacity.construct.groups import PI2_8, build_ln_g, step_certificate
+from lncapacity.construct.groups import PI2_8, build_ln_g
 from lncapacity.data import points_from_arrays
 from lncapacity.errors import InputError
 from lncapacity.reproducible import matmul
 
 SEVEN = [[0, 0], [3, 1], [1, 4], [5, 5], [6, 2], [2, 7], [8, 6]]
 PROVED = 1 - PI2_8 / 16  # the margin over sqrt 6 the construction guarantees
+BY_THEOREM_8 = 29 / 32 * 6**0.5  # what the certificate proves of it (proofs/ln_g_steps.md §7)
 
 
 def _ball_margins(net, points):
@@ -43,9 +46,15 @@ def _ball_margins(net, points):
     return out
 
 
+def _assert_by_theorem(net, points):
+    cert = certify(net, points)
+    assert cert.all_certified and cert.min_margin >= BY_THEOREM_8
+    if len(net.classes) > 1:  # (one class: every margin is infinite, no theorem needed)
+        assert all(p.precision == THEOREM_PRECISION for p in cert.points)
+
+
 def _assert_proved_margin(net, points):
-    cert = step_certificate(net, points)
-    assert cert.certified == points.m and cert.margin >= PROVED
+    _assert_by_theorem(net, points)
     root6 = arb(6).sqrt()
     for margin in _ball_margins(net, points):
         assert margin > root6 * arb(PROVED)
@@ -138,12 +147,6 @@ def test_the_centres_lie_between_the_labels():
     assert C[1:-1] == inner and C[0] < t[order[0]] and C[-1] > t[order[-1]]
 
 
-def test_step_certificate_refuses_other_nets():
-    net = build([[0], [1], [2]], [0, 1, 0])  # ln3: width 3, one group
-    with pytest.raises(InputError, match="not an LN-G steps net"):
-        step_certificate(net, points_from_arrays([[0], [1], [2]], [0, 1, 0]))
-
-
 def test_extreme_scales_certified_and_floats_claimed_only_in_range():
     """Coordinates of 10^400 and 10^-400 (beyond every float): exactly certified, and no float
     format is claimed proved; 10^30 and 10^-3 (float32's range): both proved, and right."""
@@ -177,7 +180,7 @@ def test_structured_data_few_boundaries():
     y[:3] = 1
     net = build(X, y, arch="ln-g")
     assert net.meta["boundaries"] <= 6
-    assert step_certificate(net, points_from_arrays(X, y)).certified == 600
+    _assert_by_theorem(net, points_from_arrays(X, y))
     # the y axis, for contrast: about m / 2 boundaries
     t = X[:, 1]
     ys = y[np.argsort(t)]
@@ -205,8 +208,7 @@ def test_float32_right_on_2000_points_10_classes():
     points = points_from_arrays(X, y)
     net = build(points, arch="ln-g")
     assert net.meta["float"]["float64"]["proved"]
-    cert = step_certificate(net, points)
-    assert cert.certified == 2000 and cert.margin >= PROVED
+    _assert_by_theorem(net, points)
     for dtype in ("float64", "float32"):
         margins = _right(_numpy_forward(net, X, dtype), net, y)
         assert (margins > 2).all(), dtype  # the exact margin is > 2.26

@@ -274,6 +274,29 @@ def test_certify_rms_nets_exactly(layers, intervals):
         assert lo <= float(exact) <= hi
 
 
+def test_layernorm_margin_theorems_never_certify_rms_nets():
+    """An LN-G step net's layer made RMSNorm keeps the step form the margin theorem of
+    proofs/ln_g_steps.md reads, but the theorem is LayerNorm's: the generic pass decides, and
+    its verdicts are the exact net's."""
+    import dataclasses
+
+    from lncapacity.certify.theorems import by_theorem
+
+    X = [[k] for k in range(9)]
+    y = [0, 1, 0, 1, 1, 0, 0, 1, 0]
+    net = lncapacity.build(X, y, arch="ln-g")
+    labels = [net.classes.index(v) for v in y]
+    Xq = [(Q(k),) for k in range(9)]
+    assert by_theorem(net, Xq, labels) is not None  # the LayerNorm net: by the theorem
+    norms = tuple(dataclasses.replace(net.norm(i), rms=True) for i in range(net.depth))
+    rms = LNNet(net.input_dim, net.width, net.eps, net.layers, net.readout, net.classes, {}, norms)
+    assert by_theorem(rms, Xq, labels) is None
+    cert = certify(rms, X, y)
+    assert cert.theorem is None
+    right = [a == b for a, b in zip(rms.predict(X, "exact"), y, strict=True)]
+    assert [p.verdict == "right" for p in cert.points] == right
+
+
 def test_rank_one_rms_nets_are_scalar_chains():
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(60, 3)), rng.integers(0, 2, 60)

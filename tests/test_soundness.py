@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import forgery
+import forgery_theorems
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,6 +78,26 @@ def test_no_forged_rms_shattering_certificate_is_accepted():
     assert {"margin-up", "drop", "summary"} <= set(lax.forgeries)
     for text in forgery.rms_shatter_bases(__import__("random").Random(5)):
         assert forgery.certificate_is_true(text)
+
+
+def test_no_forged_theorem_certificate_is_accepted():
+    """LN-G step and block nets, which the certificate decides by their margin theorems
+    (proofs/ln_g_steps.md Theorem 8, proofs/ln_g_depth.md Theorem 5), mutated where the
+    theorems' hypotheses are read from (a row nudged by 10^-30, a bias nudged or shifted, a
+    sign, groups swapped, duplicated or dropped, readout coefficients, biases and rows, eps)
+    and their data (a point moved onto or across a centre, a label flipped): no forgery is
+    accepted, whether the theorem or the generic pass decided."""
+    small = (10, 14)  # points of the bases: the oracle's cost grows as their square
+    tally, by_theorem = forgery_theorems.theorem_campaign(160, seed=19, points=small)
+    _report("theorem certificates", tally)
+    assert tally.forgeries == []
+    assert tally.tried == 160 and tally.rejected > 30 and tally.accepted_true > 15
+    assert set(forgery_theorems.KINDS) <= set(tally.kinds)
+    assert by_theorem > 60  # the theorems, not only the generic pass, faced the forgeries
+    lax, _ = forgery_theorems.theorem_campaign(
+        160, seed=19, verify=forgery_theorems.lax, points=small
+    )
+    assert {"bias-shift", "sign", "kappa", "label-flip", "point-across"} <= set(lax.forgeries)
 
 
 def test_no_forged_shattering_certificate_is_accepted():
@@ -160,6 +181,13 @@ def test_two_thousand_grouped_mutations_no_forgery():
     assert grouped.forgeries == []
 
 
+@pytest.mark.slow
+def test_two_thousand_theorem_mutations_no_forgery():
+    tally, _ = forgery_theorems.theorem_campaign(2_000, seed=2024)
+    _report("theorem certificates", tally)
+    assert tally.forgeries == []
+
+
 def test_grouped_nets_through_the_command_line(tmp_path):
     """verify's exit code on forged LN-G nets agrees with the library's verdict (0 iff
     accepted), with one line and no traceback when it refuses."""
@@ -189,3 +217,66 @@ def test_the_forger_leaves_valid_json_for_most_net_mutations():
         except ValueError:
             pass
     assert parsed > 70
+
+
+RESUME = ["shatter", "--depth", "1", "--arch", "ln-g", "--groups", "3", "--out", "s.jsonl"]
+RESUME += ["--resume", "--workers", "1", "--quiet"]  # 7 points: 64 pairs of labelings
+
+
+def _verified(folder: Path) -> bool:
+    from lncapacity.shatter import verify_shatter
+
+    summary, problems = verify_shatter(folder / "s.jsonl", workers=1)
+    return summary.all_certified and not problems
+
+
+def test_a_resume_while_another_run_writes_the_journal(tmp_path):
+    """Concurrent resumes: a second ``shatter --resume`` on the same ``--out`` while the first
+    is between two chunks (inside its status callback) is refused with one line naming the
+    first's pid, and the first finishes a file that verifies.  (Unlocked, the second resumed
+    the first's journal and published it; the first then appended to the published file and
+    failed on the journal gone.)"""
+    from lncapacity.shatter import shatter
+
+    second: list[subprocess.CompletedProcess[str]] = []
+
+    def run_the_second(summary: object) -> None:
+        if not second:
+            cmd = [sys.executable, "-m", "lncapacity", *RESUME]
+            second.append(
+                subprocess.run(
+                    cmd, cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300
+                )
+            )
+
+    try:
+        first = shatter(
+            None, 1, out=tmp_path / "s.jsonl", workers=1, groups=3, resume=True, chunk=4,
+            status=run_the_second,
+        )  # fmt: skip
+    except Exception as e:  # judged below: the second must not have succeeded
+        first = e
+    p = second[0]
+    if p.returncode == 0:  # what the second said it wrote must be there, whole
+        assert _verified(tmp_path), "the second run reported success over a corrupt file"
+    err = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(err) == 1, p.stderr
+    assert f"(pid {os.getpid()})" in err[0] and "another run" in err[0]
+    assert not isinstance(first, Exception) and first.all_certified, first
+    assert _verified(tmp_path)
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["s.jsonl"]  # no journal, no lock
+
+
+def test_two_resumes_at_once(tmp_path):
+    """Two ``shatter --resume`` processes on one ``--out`` at once: whatever the order, each
+    ends in exit 0 or 2 with at most one line, and when one exits 0 the file verifies."""
+    cmd = [sys.executable, "-m", "lncapacity", *RESUME]
+    procs = [
+        subprocess.Popen(cmd, cwd=tmp_path, env=ENV, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    ends = [(p.wait(timeout=300), p.stderr.read()) for p in procs]  # type: ignore[union-attr]
+    for code, err in ends:
+        assert code in (0, 2) and len(err.strip().splitlines()) <= 1, err
+    if any(code == 0 for code, _ in ends):
+        assert _verified(tmp_path)

@@ -124,3 +124,92 @@ def test_progress_reaches_the_end() -> None:
         X, y, width=4, depth=1, max_iter=40, progress=lambda done, total: seen.append((done, total))
     )
     assert seen[0] == (0, 40) and seen[-1] == (40, 40)
+
+
+@pytest.fixture
+def no_tensors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any import of PyTorch by train() fails the test: what is refused is refused before a
+    tensor is made."""
+    from lncapacity import train as training
+
+    def refused() -> None:
+        raise AssertionError("PyTorch was imported: a tensor was about to be made")
+
+    monkeypatch.setattr(training, "import_torch", refused)
+
+
+def many_classes(k: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.arange(float(k))[:, None], np.arange(k)
+
+
+@pytest.mark.parametrize(
+    ("data", "kwargs", "message"),
+    [
+        # 5.5 GB and 37 s before an allocation failure
+        ("xor", {"width": 1000, "depth": 10_000}, "10,029,004,002 weights, beyond the limit"),
+        ("xor", {"width": 4, "depth": 1, "lr": 1e308}, "lr: expected a finite number > 0 and"),
+        ("xor", {"width": 4, "depth": 1, "lr": 1e30}, "at most 10"),  # blamed "NaN weights"
+        ("xor", {"width": 4, "depth": 1, "lr": float("nan")}, "lr: expected"),
+        ("xor", {"width": 4, "depth": 1, "max_iter": 10**12}, "max_iter: expected an integer"),
+        ("classes", {"width": 4, "depth": 1}, "2,000 classes, beyond the limit of 1,000"),
+        ("far", {"width": 4, "depth": 1}, "beyond float32's range"),  # a NumPy warning, NaN
+        ("many", {"width": 1000, "depth": 2}, r"GiB \(float32 weights, Adam's state"),
+    ],
+)
+def test_every_limit_is_checked_before_any_tensor(data, kwargs, message, no_tensors):
+    X, y = {
+        "xor": (np.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]]), np.array([0, 1, 1, 0])),
+        "classes": many_classes(2000),
+        "far": (np.array([[1e300], [-1e300], [2e300]]), np.array([0, 1, 0])),
+        "many": (np.arange(200_000.0)[:, None], np.arange(200_000) % 2),
+    }[data]
+    with pytest.raises(InputError, match=message):
+        train(X, y, **kwargs)
+
+
+def test_the_classifier_and_the_construction_check_the_same_limits(no_tensors, monkeypatch):
+    """``LNNetClassifier`` (either strategy) refuses before any work: 100,000 classes made
+    the construction allocate 74.5 GiB after 184 s, training a RuntimeError."""
+    import warnings
+
+    from lncapacity.classifier import LNNetClassifier
+
+    building = sys.modules[
+        "lncapacity.construct.build"
+    ]  # the module (the package names the function)
+
+    def started(*args, **kwargs):
+        raise AssertionError("the construction started")
+
+    monkeypatch.setattr(building, "project", started)
+    X, y = many_classes(1001)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn: more classes than half the samples
+        for strategy in ("train", "construct"):
+            with pytest.raises(ValueError, match="1,001 classes, beyond the limit of 1,000"):
+                LNNetClassifier(strategy=strategy).fit(X, y)
+
+
+def test_numpy_integers_are_taken_as_integers() -> None:
+    """``groups=np.int64(4)`` was accepted, then refused after training (a GroupNorm of an
+    np.int64 number of groups)."""
+    X, y = clusters(k=2, per=3)
+    r = train(X, y, width=np.int64(8), depth=np.int64(1), groups=np.int64(4), max_iter=5)
+    assert r.net.groups == (4,) and type(r.net.meta["train"]["groups"]) is int
+
+
+def test_the_command_line_takes_train_s_limits(tmp_path, capsys) -> None:
+    from lncapacity.cli import main
+
+    data = tmp_path / "xor.csv"
+    data.write_text("x1,x2,label\n0,0,0\n0,1,1\n1,0,1\n1,1,0\n")
+    runs = [
+        (["train", str(data), "--lr", "1e308"], "--lr: expected"),  # a RuntimeError in PyTorch
+        (["train", str(data), "--max-iter", "-1"], "--max-iter: expected"),
+        (["train", str(data), "--seed", "-1"], "--seed: expected"),
+        (["capacity", "--m", "8", "--train", "--train-iter", str(10**12)], "--train-iter"),
+    ]
+    for argv, message in runs:
+        assert main([*argv, "--quiet"]) == 2, argv  # capacity: every row "not trained", exit 0
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("lncapacity: error: ") and message in err[0]

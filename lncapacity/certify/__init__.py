@@ -31,6 +31,9 @@ constructions, so :func:`certify` is an independent check of what they built.
 * :mod:`~lncapacity.certify.chains` (scalar chains: the constructions' nets as an exact
   scalar recurrence, and their interval pass) and :mod:`~lncapacity.certify.intervals` (the
   float64 interval passes of any net, the grouped one for LN-G layers in balls by BLAS);
+* :mod:`~lncapacity.certify.theorems`: LN-G step and block nets certified by their margin
+  theorems in ``O(m log m)``, from the weights alone (proofs/ln_g_steps.md Theorem 8,
+  proofs/ln_g_depth.md Theorem 5);
 * :mod:`~lncapacity.certify.verdicts`: the verdicts, per point and for the point set.
 
 :func:`certify` itself is here, and what the rest of the package, the tests, the benchmarks
@@ -48,14 +51,13 @@ from typing import Any
 import numpy as np
 from flint import fmpq
 
-from ..algebraic import precision_cap
 from ..cluster import mapper
 from ..data import PointSet, points_from_arrays
 from ..errors import InputError
 from ..interval import default_float_mode
 from ..model import LNNet
 from . import spread
-from .balls import MAX_PRECISION, decide, exact_scores, upper_bound_float
+from .balls import MAX_PRECISION, decide, exact_scores, precision_limit, upper_bound_float
 from .balls import _evaluator as _evaluator
 from .chains import _algebraic, _rank_one_tail, rank_one, scalar_chain, scalar_interval_pass
 from .intervals import (
@@ -74,7 +76,8 @@ from .intervals import _ball_norm as _ball_norm
 from .intervals import _grouped_interval_pass as _grouped_interval_pass
 from .intervals import _margins as _margins
 from .intervals import _norm_constants as _norm_constants
-from .verdicts import Certificate, PointResult
+from .theorems import by_theorem
+from .verdicts import THEOREM_PRECISION, Certificate, PointResult
 
 
 def certify(
@@ -88,6 +91,7 @@ def certify(
     intervals: bool | None = None,
     scores: bool = False,
     scheduler: str | None = None,
+    theorems: bool = True,
 ) -> Certificate:
     """Decide, point by point, whether ``net`` predicts ``y[k]`` for ``X[k]``.
 
@@ -96,6 +100,15 @@ def certify(
     point on, or within rounding of, a decision boundary), with an interval enclosing its
     margin.  Never raises for a wrong net.  Re-certifying a saved net from scratch is what
     ``lncapacity verify`` does.
+
+    LN-G step and block nets (``build(..., arch="ln-g")``, depth 1 and 2; recognised from
+    their weights) are decided by their margin theorems first
+    (:func:`~lncapacity.certify.theorems.by_theorem`, ``O(m log m)``; ``theorems=False``
+    skips them): those points get ``precision``
+    :data:`~lncapacity.certify.verdicts.THEOREM_PRECISION` (0) and margins that are true lower
+    bounds, usually a little below the generic pass's; the certificate names the theorem
+    (:attr:`~lncapacity.certify.verdicts.Certificate.theorem`) and has no score bounds.  The
+    points the theorem leaves undecided, and every point of other nets, go through what follows.
 
     Nets whose layers are all rank one (the constructions') go through
     :func:`~lncapacity.certify.chains.scalar_chain` in ``arb`` balls.  Other nets (trained
@@ -131,6 +144,9 @@ def certify(
     scheduler
         Run the spans and chunks on a Dask cluster instead: ``"local:N"`` or a scheduler's
         address (:mod:`lncapacity.cluster`).
+    theorems
+        Decide the nets a margin theorem covers by it first (the default); False: the
+        generic passes alone (tighter margins, a cost quadratic in the points for LN-G nets).
 
     Returns
     -------
@@ -167,63 +183,99 @@ def certify(
     points = X if isinstance(X, PointSet) else points_from_arrays(X, y)
     _check_compatible(net, points)
     net = net.folded()
-    max_precision = precision_cap(net, max_precision)
+    max_precision = precision_limit(net, max_precision)
     labels = [net.classes.index(points.y[k]) for k in range(points.m)]
     k_cls = len(net.classes)
     scores_lo = np.full((points.m, k_cls), -np.inf)
     scores_hi = np.full((points.m, k_cls), np.inf)
     results: list[PointResult] = []
     todo = list(range(points.m))
-    chain = None if _algebraic(net) else scalar_chain(net)
-    split = None if chain is not None or _algebraic(net) else _rank_one_tail(net)
+    theorem = None
+    algebraic = _algebraic(net)  # once: it looks at every weight
+    if theorems and todo and not algebraic and default_float_mode():
+        results, todo, theorem = _by_theorem(net, points, labels)
+        if progress and theorem:
+            progress(len(results), points.m)
+    chain = None if algebraic else scalar_chain(net)
+    split = None if chain is not None or algebraic else _rank_one_tail(net)
     if intervals is None:
         intervals = (
             net.depth > 0  # an affine map alone is cheap in balls, and its margins tight
-            and not _algebraic(net)  # algebraic weights: balls only
-            and points.m * (net.depth + 1) >= INTERVAL_WORK
+            and not algebraic  # algebraic weights: balls only
+            and len(todo) * (net.depth + 1) >= INTERVAL_WORK
         )
-    plan = spread.Plan(net, chain, split, points.X, labels, max_precision, scores)
+    rest = todo  # the points no theorem decided; the passes below index them from 0
+    X_rest = [points.X[k] for k in rest] if theorem else points.X
+    labels_rest = [labels[k] for k in rest] if theorem else labels
+    n = len(rest)
+    plan = spread.Plan(net, chain, split, X_rest, labels_rest, max_precision, scores)
     cpu = os.cpu_count() or 1
     chosen = workers is not None or scheduler is not None  # else: every core for large work
+    todo = list(range(n))
     with mapper(workers or cpu, scheduler) as run:
         if intervals and todo and default_float_mode():
-            spans = spread.spans(net, points.m)
-            most = len(spans) if chosen or spread.work(net, points.m) >= spread.SPREAD_WORK else 1
-            mlo, mhi = np.empty(points.m), np.empty(points.m)
-            decided = 0
+            spans = spread.spans(net, n)
+            most = len(spans) if chosen or spread.work(net, n) >= spread.SPREAD_WORK else 1
+            mlo, mhi = np.empty(n), np.empty(n)
+            zlo, zhi = np.empty((n, k_cls)), np.empty((n, k_cls))
+            decided = len(results)
             with closing(run(spread.interval_span, spans, plan, most)) as parts:
                 for (a, b), part in zip(spans, parts, strict=True):
-                    mlo[a:b], mhi[a:b], scores_lo[a:b], scores_hi[a:b] = part
+                    mlo[a:b], mhi[a:b], zlo[a:b], zhi[a:b] = part
                     decided += int(np.count_nonzero((mlo[a:b] > 0) | (mhi[a:b] < 0)))
                     if progress:
                         progress(decided, points.m)
+            scores_lo[rest], scores_hi[rest] = zlo, zhi
             todo = []
-            for k, (lo, hi) in enumerate(zip(mlo.tolist(), mhi.tolist(), strict=True)):
+            for i, (lo, hi) in enumerate(zip(mlo.tolist(), mhi.tolist(), strict=True)):
+                k = rest[i]
                 if lo > 0:
                     results.append(PointResult(k, points.y[k], True, lo, 53, (lo, hi)))
                 elif hi < 0:
                     results.append(PointResult(k, points.y[k], False, -math.inf, 53, (lo, hi)))
                 else:
-                    todo.append(k)
+                    todo.append(i)
         chunks = [todo[i : i + CHUNK] for i in range(0, len(todo), CHUNK)]
         most = len(chunks)
         if not chosen and len(todo) * (net.depth + 1) <= PARALLEL_WORK:
             most = 1
-        if _algebraic(net):  # each process would evaluate the weights' programs again
+        if algebraic:  # each process would evaluate the weights' programs again
             most = 1
         with closing(run(spread.ball_chunk, chunks, plan, max(most, 1))) as parts:
             for part in parts:
-                for k, ok, margin, prec, interval, zlo, zhi in part:
+                for i, ok, margin, prec, interval, zlo_i, zhi_i in part:
+                    k = rest[i]
                     results.append(PointResult(k, points.y[k], ok, margin, prec, interval))
                     if scores:
-                        scores_lo[k], scores_hi[k] = zlo, zhi
+                        scores_lo[k], scores_hi[k] = zlo_i, zhi_i
                 if progress:
                     progress(len(results), points.m)
     results.sort(key=lambda p: p.index)
-    have_scores = scores or (intervals and not todo)
+    have_scores = not theorem and (scores or (intervals and not todo))
     return Certificate(
-        tuple(results), (scores_lo, scores_hi) if have_scores else None, points.origins
+        tuple(results), (scores_lo, scores_hi) if have_scores else None, points.origins, theorem
     )
+
+
+def _by_theorem(
+    net: LNNet[fmpq], points: PointSet, labels: list[int]
+) -> tuple[list[PointResult], list[int], str | None]:
+    """The points a margin theorem decides (:func:`.theorems.by_theorem`), the others' indices
+    and the theorem (None, and every point left, when ``net`` has none)."""
+    got = by_theorem(net, points.X, labels)
+    if got is None:
+        return [], list(range(points.m)), None
+    results, todo = [], []
+    for k, (lo, hi) in enumerate(zip(got.lo.tolist(), got.hi.tolist(), strict=True)):
+        if lo > 0:
+            results.append(PointResult(k, points.y[k], True, lo, THEOREM_PRECISION, (lo, hi)))
+        elif hi < 0:
+            results.append(
+                PointResult(k, points.y[k], False, -math.inf, THEOREM_PRECISION, (lo, hi))
+            )
+        else:
+            todo.append(k)
+    return results, todo, got.theorem if results else None
 
 
 CHUNK = 32
@@ -254,9 +306,11 @@ __all__ = [
     "MAX_PRECISION",
     "NORMAL_FLOOR",
     "PARALLEL_WORK",
+    "THEOREM_PRECISION",
     "BallMap",
     "Certificate",
     "PointResult",
+    "by_theorem",
     "certify",
     "decide",
     "exact_scores",

@@ -10,6 +10,10 @@ from typing import Any
 from ..arith import json_float
 from ..model import Label
 
+THEOREM_PRECISION = 0
+"""The ``precision`` of a point decided by a margin theorem (no finite-precision evaluation of
+the net: the theorem's hypotheses checked exactly, its bound in float64 rounded outwards)."""
+
 
 @dataclass(frozen=True)
 class PointResult:
@@ -22,7 +26,10 @@ class PointResult:
     """A lower bound on ``z_label - max_other z`` (rounded down) when certified; ``inf``
     with one class, ``-inf`` when the point is not certified (see ``margin_interval``)."""
     precision: int
-    """The bits of the arithmetic that decided (53: the float64 interval pass)."""
+    """The bits of the arithmetic that decided: 53 for the float64 interval pass, 128 and
+    more for ``arb`` balls, :data:`THEOREM_PRECISION` (0) for a margin theorem
+    (:mod:`lncapacity.certify.theorems`: its hypotheses checked exactly, its bound evaluated in
+    float64 rounded outwards)."""
     margin_interval: tuple[float, float] = (-math.inf, math.inf)
     """Floats ``lo <= z_label - max_other z <= hi``, for every verdict."""
 
@@ -47,6 +54,9 @@ class Certificate:
     origins: tuple[tuple[int, ...], ...] | None = field(default=None, compare=False, repr=False)
     """The row map: ``origins[k]`` lists the input rows merged into point ``k`` (equal rows
     with equal labels are one point; :class:`~lncapacity.data.PointSet`), or None."""
+    theorem: str | None = None
+    """The margin theorem that decided points (``precision`` :data:`THEOREM_PRECISION`), as
+    ``"proofs/ln_g_steps.md, Theorem 8"``; None when none did."""
 
     @property
     def merged(self) -> int:
@@ -106,8 +116,8 @@ class Certificate:
     def to_dict(self) -> dict[str, Any]:
         return {
             "format": "lnnet-certificate/1",
-            "arithmetic": "python-flint arb balls or float64 intervals rounded outwards; "
-            "margins are lower bounds, rounded down",
+            "arithmetic": "python-flint arb balls or float64 intervals rounded outwards, or a "
+            "margin theorem's bound (precision 0); margins are lower bounds, rounded down",
             "all_certified": self.all_certified,
             "certified": self.certified,
             "certainly_right": self.right,
@@ -118,6 +128,7 @@ class Certificate:
             "worst_margin_interval": [json_float(v) for v in self.worst_margin],
             "merged_rows": self.merged,
             "precision_bits": self.precision,
+            "theorem": self.theorem,
             "results": [
                 {
                     "point": p.index,

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from .. import __version__
+from ..arith import printable
 from ..errors import ConstructionError, InputError
 from . import (
     capacity,
@@ -138,10 +139,10 @@ def _main(args: argparse.Namespace) -> int:
     try:
         return args.handler(args)
     except InputError as e:
-        print(f"lncapacity: error: {e}", file=sys.stderr)
+        print(f"lncapacity: error: {printable(e)}", file=sys.stderr)
         return EXIT_BAD
     except ConstructionError as e:
-        print(f"lncapacity: construction failed: {e}", file=sys.stderr)
+        print(f"lncapacity: construction failed: {printable(e)}", file=sys.stderr)
         return EXIT_INTERNAL
     except KeyboardInterrupt as e:
         signo = e.signo if isinstance(e, Interrupted) else signal.SIGINT
@@ -154,7 +155,7 @@ def _main(args: argparse.Namespace) -> int:
         if os.environ.get("LNCAPACITY_DEBUG"):
             raise
         print(
-            f"lncapacity: internal error: {type(e).__name__}: {e} "
+            f"lncapacity: internal error: {type(e).__name__}: {printable(e)} "
             "(set LNCAPACITY_DEBUG=1 for the traceback, and please report it)",
             file=sys.stderr,
         )

@@ -92,6 +92,13 @@ def _class_list(text: str) -> tuple[int, ...]:
 
 
 def cmd_capacity(args: argparse.Namespace) -> int:
+    if args.train:  # its limit is train's, checked before any work
+        from ..train import check_parameters
+
+        try:
+            check_parameters(max_iter=args.train_iter)
+        except InputError as e:
+            raise InputError(f"--train-iter: {str(e).partition(': ')[2]}") from None
     if max(args.classes) > args.m:
         raise InputError(
             f"--classes {max(args.classes)} needs at least as many points (--m {args.m})"

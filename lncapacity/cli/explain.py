@@ -7,10 +7,11 @@ import json
 from typing import Any
 
 from .. import fileformat
+from ..arith import printable
 from ..certify import certify
 from ..data import PointSet, load_points
 from .common import EXIT_BAD, EXIT_OK, add_output_options, run
-from .report import gave_way
+from .report import decided_by, gave_way
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,9 +54,11 @@ def explain_lines(account: dict[str, Any], points: PointSet) -> list[str]:
     if n["meta"].get("fallback"):
         lines.append(gave_way(n["method"], n["meta"]["fallback"], named=True))
     if first:
+        gap = first["label_gap"]  # None: beyond the float range
         lines.append(
             f"input projection: {first['runs']} label runs, smallest label gap "
-            f"{first['label_gap']:.3g} (of the amplitude)"
+            + ("none" if gap is None else f"{gap:.3g}")
+            + " (of the amplitude)"
         )
     lines += [e["words"] for e in account["layers"]]
     lines.append(account["readout"]["words"])
@@ -63,6 +66,6 @@ def explain_lines(account: dict[str, Any], points: PointSet) -> list[str]:
     lines.append(
         f"certificate: {c['certified']}/{c['points']} points certified"
         + (f", min certified margin {margin:.4g}" if margin is not None else "")
-        + f" ({c['precision_bits']} bits)"
+        + f" ({decided_by(c)})"
     )
-    return lines
+    return [printable(line) for line in lines]  # labels from the data: no terminal controls

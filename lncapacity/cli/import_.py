@@ -8,10 +8,12 @@ import argparse
 import dataclasses
 import json
 import math
+import sys
+import warnings
 from typing import Any
 
 from .. import fileformat
-from ..arith import json_float, to_float
+from ..arith import json_float, printable, to_float
 from ..errors import InputError
 from .common import EXIT_OK
 
@@ -45,13 +47,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from ..interop import load_torch
+    from ..interop import NormKindWarning, load_torch
 
     fileformat.check_outputs({"--out": args.out}, [args.model])
     spec = None if args.spec is None else [k for k in args.spec.split(",") if k.strip()]
     if args.eps < 0 or not math.isfinite(args.eps):
         raise InputError("--eps must be a finite number >= 0")
-    net = load_torch(args.model, spec=spec, eps=args.eps)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", NormKindWarning)
+        net = load_torch(args.model, spec=spec, eps=args.eps)
+    for w in caught:  # ours as one line each; any other as Python shows it
+        if issubclass(w.category, NormKindWarning):
+            print(f"lncapacity: warning: {printable(w.message)}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if args.classes is not None:
         names = [c.strip() for c in args.classes.split(",")]
         labels: list[Any] = [int(c) for c in names] if all(_is_int(c) for c in names) else names

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import fileformat, floats
-from ..arith import json_float
+from .. import fileformat, floats, parallel
+from ..arith import json_float, printable
 from ..certify import Certificate, certify, exact_scores
 from ..data import PointSet
 from ..errors import InputError
@@ -67,40 +67,47 @@ def check_and_report(
     the end of certify, verify and train."""
     workers = getattr(args, "workers", None)
     spread = {"workers": workers, "scheduler": getattr(args, "scheduler", None)}
-    cert, seconds["certify"] = run(
-        "certifying",
-        args.quiet,
-        lambda bar: certify(net, points, progress=bar, scores=True, **spread),
-    )
-    backends = float_backends(args.float)
     required = float_backends(args.require_float) if args.require_float else ()
-    backends = tuple(dict.fromkeys((*backends, *required)))
+    wanted = None  # every backend there is (the default, --float omitted), which includes required
+    skipped: dict[str, str] = {}  # asked for, but not runnable here (a CUDA one, no device)
+    if args.float is not None:
+        wanted = tuple(dict.fromkeys((*float_backends(args.float), *required)))
+        skipped = {b: why for b in wanted if (why := floats.unavailable(b)) is not None}
+        wanted = tuple(b for b in wanted if b not in skipped)
+    # A large float pass (and PyTorch's import) runs in a process of its own while this one
+    # certifies: on a core the certificate leaves idle.  Not after PyTorch has run here (a
+    # process forked then can hang in its first parallel kernel): then, and for small
+    # passes, here after the certificate.
+    beside = floats.large(net, points.m) and "torch" not in sys.modules
+    forward_workers = 1 if workers is None and beside else workers
+    with parallel.beside(
+        floats.forwards, net, points, wanted, forward_workers, alone=beside
+    ) as float_scores:
+        cert, seconds["certify"] = run(
+            "certifying",
+            args.quiet,
+            lambda bar: certify(net, points, progress=bar, scores=True, **spread),
+        )
+        scores = float_scores()
     exact = cert.scores if cert.scores is not None and len(points.X) else None
-
-    def refine(rows: list[int]) -> Any:
-        return exact_scores(net, [points.X[k] for k in rows])
-
-    tighten = refine if floats.worth_refining(net) else None
-    skipped = {b: why for b in backends if (why := floats.unavailable(b)) is not None}
-    backends = tuple(b for b in backends if b not in skipped)  # a CUDA one without a device
-    checks = [floats.check(net, points, b, exact, tighten, workers) for b in backends]
-    errors = {c.backend: max_abs_error(net, points, c.backend, exact) for c in checks}
+    tighten = _refiner(net, points) if floats.worth_refining(net) else None
+    checks = [floats.check(net, points, b, exact, tighten, scores=z) for b, z in scores.items()]
     failing = [c for c in checks if c.backend in required and not c.all_agree]
     written = cert.all_certified and not failing
-    if written:
+    if written and (out or args.certificate):
+        net_json = fileformat.to_dict(net)
         files = []
         if args.certificate:
-            files.append((args.certificate, fileformat.dumps(_certificate_json(cert, net, points))))
+            cert_json = _certificate_json(cert, net_json, points)
+            files.append((args.certificate, fileformat.dumps(cert_json)))
         if out:
-            files.append((out, fileformat.dumps(fileformat.to_dict(net))))
+            files.append((out, fileformat.dumps(net_json)))
         fileformat.write_all_atomic(files)
     summary = _summary(net, points, cert, checks, seconds, out, args.certificate, written)
-    for backend, err in errors.items():
-        summary["float"][backend]["max_abs_error"] = None if err is None else json_float(err)
-    for backend, why in skipped.items():  # asked for, but not runnable here: said so
+    for backend, why in skipped.items():  # said so
         summary["float"][backend] = {"skipped": why, "library": "torch"}
     summary |= extra or {}
-    summary["torch_skipped"] = args.float is None and not floats.have_torch()
+    summary["torch_skipped"] = args.float is None and not set(scores) & set(floats.TORCH_BACKENDS)
     if args.json:
         print(json.dumps(summary, indent=1))
     else:
@@ -127,17 +134,41 @@ def check_and_report(
     return EXIT_OK
 
 
+def decided_by(summary: dict[str, Any]) -> str:
+    """How the certificate decided, in words: ``"53 bits"``, or ``"by proofs/ln_g_steps.md,
+    Theorem 8"`` (and the bits of the points the theorem left to the generic passes)."""
+    bits, theorem = summary["precision_bits"], summary.get("theorem")
+    if not theorem:
+        return f"{bits} bits"
+    return f"by {theorem}" + (f"; the rest at {bits} bits" if bits else "")
+
+
 def _where(points: PointSet, k: int) -> str:
     rows = points.origins[k]
     return f"point {k} ({points.unit} {rows[0]})"
 
 
-def _certificate_json(cert: Certificate, net: LNNet[Any], points: PointSet) -> dict[str, Any]:
+def _refiner(net: LNNet[Any], points: PointSet) -> Any:
+    """``refine(rows)`` for :func:`lncapacity.floats.check`: 128-bit ball bounds on the exact
+    scores of some points, each point's computed once for all the backends."""
+    known: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def refine(rows: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        new = [k for k in rows if k not in known]
+        if new:
+            lo, hi = exact_scores(net, [points.X[k] for k in new])
+            known.update((k, (lo[i], hi[i])) for i, k in enumerate(new))
+        return np.array([known[k][0] for k in rows]), np.array([known[k][1] for k in rows])
+
+    return refine
+
+
+def _certificate_json(
+    cert: Certificate, net_json: dict[str, Any], points: PointSet
+) -> dict[str, Any]:
     import hashlib
 
-    digest = hashlib.sha256(
-        json.dumps(fileformat.to_dict(net), sort_keys=True).encode()
-    ).hexdigest()
+    digest = hashlib.sha256(json.dumps(net_json, sort_keys=True).encode()).hexdigest()
     d = cert.to_dict()
     d["net_sha256"] = digest
     d["data"] = points.source
@@ -195,6 +226,8 @@ def _summary(
         # the same as text when a certified margin is below the float range (never "0.0" alone)
         "min_certified_margin_text": margin_text(cert.min_margin) if cert.all_certified else None,
         "precision_bits": cert.precision,
+        # the margin theorem that decided points (their precision_bits 0), or null
+        "theorem": cert.theorem,
         # one entry per backend run here: "float64", "float32" (NumPy), and "torch-float64",
         # "torch-float32" when PyTorch is installed
         "float": {
@@ -211,6 +244,10 @@ def _summary(
                 # worst |float score - exact score| in ulps of the dtype (an upper bound)
                 "max_ulps": None if c.max_ulps != c.max_ulps else json_float(c.max_ulps),
                 "warning": _float_warning(c, cert.all_certified),
+                # ... and as a number (an upper bound)
+                "max_abs_error": (
+                    None if c.max_abs_error != c.max_abs_error else json_float(c.max_abs_error)
+                ),
             }
             for c in checks
         },
@@ -218,22 +255,6 @@ def _summary(
         "certificate": cert_path if written else None,
         "seconds": {k: round(v, 3) for k, v in seconds.items()},
     }
-
-
-def max_abs_error(
-    net: LNNet[Any], points: PointSet, backend: str, exact: Any | None
-) -> float | None:
-    """An upper bound on ``|z - t|`` over every score: ``z`` by ``backend``, ``t`` exact
-    (enclosed by ``exact = (lo, hi)``, the certificate's bounds); None without them.  It goes
-    with ``max_ulps``, which is relative to each dtype's resolution (so float32's few ulps can
-    be a larger error than float64's many)."""
-    if exact is None or not points.m:
-        return None
-    z = floats.forward(net, points, backend).astype(np.float64)
-    lo, hi = exact
-    with np.errstate(all="ignore"):
-        err = np.maximum(np.abs(z - lo), np.abs(z - hi))
-    return float(np.where(np.isnan(err), np.inf, err).max())
 
 
 def margin_text(x: float) -> str | None:
@@ -318,7 +339,7 @@ def _text(s: dict[str, Any]) -> str:
             if s["all_certified"]
             else f"  FAILS: {s['certainly_wrong']} certainly wrong, {s['undecided']} undecided"
         )
-        + f" ({s['precision_bits']} bits)",
+        + f" ({decided_by(s)})",
     ]
     if t := s.get("training"):
         stop = "every margin >= 1" if t["converged"] else f"max_iter {t['max_iter']}"
@@ -358,7 +379,7 @@ def _text(s: dict[str, Any]) -> str:
     for key in ("net", "certificate"):
         if s[key]:
             lines.append(f"wrote {s[key]}")
-    return "\n".join(lines)
+    return "\n".join(map(printable, lines))  # labels from the data: no terminal controls
 
 
 def _fallback_text(s: dict[str, Any]) -> str:

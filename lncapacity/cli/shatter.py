@@ -145,6 +145,7 @@ def cmd_shatter(args: argparse.Namespace) -> int:
             scheduler=args.scheduler,
             resume=args.resume,
             status=status_lines(bar),
+            note=bar.note,
         ),
     )
     written = summary.all_certified

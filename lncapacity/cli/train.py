@@ -8,7 +8,7 @@ from typing import Any
 from .. import fileformat
 from ..data import load_points
 from ..errors import InputError
-from .common import add_output_options, int_in, positive_int, run
+from .common import add_output_options, run
 from .report import check_and_report, check_float_options
 
 
@@ -26,13 +26,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     t.add_argument("data", metavar="DATA")
     t.add_argument("--out", metavar="NET.json", help="write the net (lnnet/1)")
-    t.add_argument("--width", type=int_in(2, fileformat.MAX_WIDTH), default=16, help="default 16")
-    t.add_argument(
-        "--depth", type=int_in(1, fileformat.MAX_DEPTH), default=1, help="layers (default 1)"
-    )
+    # ranges: train.check_parameters, the one place for them (an error names the option)
+    t.add_argument("--width", type=int, default=16, help="default 16")
+    t.add_argument("--depth", type=int, default=1, help="layers (default 1)")
     t.add_argument(
         "--groups",
-        type=positive_int,
+        type=int,
         default=1,
         help="GroupNorm(G, width) layers (LN-G) instead of LayerNorm (default 1: LayerNorm)",
     )
@@ -44,11 +43,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "gain and a bias (ParallelLN(width, width / G, centering=False): LayerNorm's "
         "parameters, one for one)",
     )
-    t.add_argument("--seed", type=int_in(0, 2**63 - 1), default=0, help="initial weights' seed")
-    t.add_argument("--max-iter", type=int_in(0, 10**9), default=2000, help="Adam steps at most")
+    t.add_argument("--seed", type=int, default=0, help="initial weights' seed")
+    t.add_argument("--max-iter", type=int, default=2000, help="Adam steps at most (2000)")
     t.add_argument("--lr", type=float, default=None, help="Adam's step size (default 0.01)")
     add_output_options(t, certificate=True)
     t.set_defaults(handler=cmd_train)
+
+
+OPTIONS = {"random_state": "--seed", "max_iter": "--max-iter"}
+"""The options of train()'s parameters whose names differ."""
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -67,8 +70,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     }
     try:
         check_parameters(**params)
-    except InputError as e:
-        raise InputError(f"--{e}") from None  # "groups: ..." as "--groups: ..."
+    except InputError as e:  # "max_iter: ..." as "--max-iter: ..."
+        name, _, why = str(e).partition(": ")
+        raise InputError(f"{OPTIONS.get(name, '--' + name)}: {why}") from None
     points = load_points(args.data)
     result, seconds = run("training", args.quiet, lambda bar: train(points, **params, progress=bar))
     training = {

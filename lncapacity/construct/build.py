@@ -21,11 +21,12 @@ from flint import fmpq
 from ..arith import dyadic_between, epsilon
 from ..data import PointSet, named_labels, points_from_arrays
 from ..errors import InputError
-from ..fileformat import MAX_DEPTH, read_vector
+from ..fileformat import MAX_DEPTH, check_classes, read_vector
 from ..model import Affine, Label, LNNet
 from ..version import __version__
 from .circle import CIRCLE_META, OBJECTIVES, Handoff, build_circle  # method "circle"
 from .circle.beam import past
+from .common_denominator import Columns
 from .fold import Chain, FoldStep, exact_float, fold_layer, reversal
 from .groups import build_ln_g  # arch "ln-g", depth 1
 from .groups_deep import build_ln_g_deep  # arch "ln-g", depth 2 and more
@@ -225,17 +226,19 @@ def build(
     if objective != "faithful" and (method != "circle" or arch != "ln3" or exact):
         raise InputError(f"objective {objective!r} is the circle search's: use method 'circle'")
     cls = tuple(points.classes if classes is None else classes)
+    check_classes(len(cls))
     if missing := sorted(set(points.y) - set(cls), key=str):
         raise InputError(f"labels {missing} are not among the classes {list(cls)}")
     if arch == "ln-g":
         ln_g_options(method, depth, exact)
         meta_g: dict[str, Any] = {"generator": f"lncapacity {__version__}"}
-        frame = _normalise(points.X)
+        cols = Columns(points.X)  # the coordinates read once, as integers (a million points)
+        frame = _normalise(points.X, cols)
+        same = frame[0] is points.X  # not normalised: the columns are the frame's
+        kw = {"seed": seed, "classes": cls, "meta": meta_g, "frame": frame}
         if depth is not None and depth >= 2:
-            return build_ln_g_deep(
-                points, eps_q, depth, seed=seed, classes=cls, meta=meta_g, frame=frame
-            )
-        return build_ln_g(points, eps_q, seed=seed, classes=cls, meta=meta_g, frame=frame)
+            return build_ln_g_deep(points, eps_q, depth, columns=cols if same else None, **kw)
+        return build_ln_g(points, eps_q, columns=cols if same else None, **kw)
     seconds = _budget(budget)
     auto = method == "auto" and len(set(points.y)) == 2 and not exact
     if method == "auto":
@@ -687,8 +690,8 @@ def pad_to(chain: Any, depth: int | None, pad: Callable[[Any, int], None], befor
 
 
 def _normalise(
-    X: Sequence[Sequence[fmpq]],
-) -> tuple[list[tuple[fmpq, ...]], list[fmpq], list[fmpq]]:
+    X: Sequence[Sequence[fmpq]], cols: Columns | None = None
+) -> tuple[Sequence[Sequence[fmpq]], list[fmpq], list[fmpq]]:
     """Coordinates float arithmetic can rank and search: ``(X', s, o)`` with ``x = s x' + o``.
 
     Exact rationals make every scale representable, but the projection ranking
@@ -697,11 +700,16 @@ def _normalise(
     each coordinate is shifted to start at 0 and scaled by a power of two to
     spread about 1; the first layer reads ``(w / s) . x`` and its centre moves
     by ``(w / s) . o``, exactly.  Other data are left alone (``s = 1, o = 0``),
-    so their nets do not change.
+    so their nets do not change (and ``X`` itself is returned).  ``cols``: ``X``'s
+    :class:`.Columns` if known (the extremes from its integers).
     """
     d = len(X[0])
-    lo = [min(row[j] for row in X) for j in range(d)]
-    hi = [max(row[j] for row in X) for j in range(d)]
+    if cols is not None:
+        lo = [fmpq(int(N.min()), D) for N, D in zip(cols.num, cols.den, strict=True)]
+        hi = [fmpq(int(N.max()), D) for N, D in zip(cols.num, cols.den, strict=True)]
+    else:
+        lo = [min(row[j] for row in X) for j in range(d)]
+        hi = [max(row[j] for row in X) for j in range(d)]
     spans = [b - a for a, b in zip(lo, hi, strict=True)]
     widest = max(spans)
     big, small = fmpq(2) ** 60, fmpq(1, 2**60)
@@ -710,7 +718,7 @@ def _normalise(
         and all(s == 0 or s >= widest * small for s in spans)
         and widest >= small
     ):
-        return list(map(tuple, X)), [fmpq(1)] * d, [fmpq(0)] * d
+        return X, [fmpq(1)] * d, [fmpq(0)] * d
     scale = [power_of_two_near(s) if s else fmpq(1) for s in spans]
     Xn = [tuple((x - o) / s for x, o, s in zip(row, lo, scale, strict=True)) for row in X]
     return Xn, scale, lo

@@ -19,8 +19,8 @@ The construction, proved in proofs/ln_g_steps.md:
 The steepness is set from ``delta``, the smallest distance of a point to a centre:
 ``b <= delta / 4``, so the tails sum to at most ``(pi^2/8) (b/delta)^2 <= pi^2/128`` at
 every point and each point's margin is at least ``(1 - pi^2/128) sqrt(6) > 0.92 sqrt(6)``
-(the score range is ``[0, sqrt(6)]``).  :func:`step_certificate` checks that theorem's
-hypotheses on a net and points, exactly.
+(the score range is ``[0, sqrt(6)]``).  :func:`lncapacity.certify` checks a per-point form of
+that theorem from the weights alone (proofs/ln_g_steps.md, §7), independently of this module.
 
 Width ``3 (B + 2)``; one LayerNorm layer of ``B + 2`` groups of 3 (``Norm(groups=B + 2)``).
 """
@@ -30,7 +30,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +42,7 @@ from ..data import PointSet
 from ..errors import InputError
 from ..model import Affine, Label, LNNet, Norm
 from ..reproducible import matmul
+from .common_denominator import Columns, dyadic_in
 from .project import directions
 
 GROUP = 3
@@ -91,6 +92,7 @@ def build_ln_g(
     classes: Sequence[Label] | None = None,
     meta: dict[str, Any] | None = None,
     frame: Frame | None = None,
+    columns: Columns | None = None,
 ) -> LNNet[fmpq]:
     """A depth-1 LN-G net (groups of 3, one per label boundary and two more) that classifies
     every point of ``points`` correctly, with a margin of at least ``0.92 sqrt(6)``.
@@ -98,9 +100,10 @@ def build_ln_g(
     ``eps >= 0`` (exact) is LayerNorm's epsilon; ``classes``: the readout's rows (default the
     sorted labels; absent ones score 0); ``frame = (X', s, o)`` with ``x = s x' + o``
     coordinatewise: the coordinates the direction is searched in (``build`` passes its
-    normalised ones; default ``points.X`` itself).  ``meta`` is updated and becomes the net's.
+    normalised ones; default ``points.X`` itself), ``columns`` their :class:`.Columns` if
+    known.  ``meta`` is updated and becomes the net's.
     """
-    cls, present, yk, read, shift, t = line(points, seed, classes, frame)
+    cls, present, yk, read, shift, t = line(points, seed, classes, frame, columns)
     steps = place_centres(read, shift, t, yk)
     beta, S = steepness(steps.delta, eps)
     b2 = 3 * beta**2 + 3 * eps / (2 * S**2)
@@ -119,7 +122,7 @@ def build_ln_g(
         delta=str(steps.delta),
         b2=str(b2),
         margin=_floor4(1 - tails),
-        float=rooms(points, steps, layer, beta, S, eps),
+        float=rooms(points, steps, layer, beta, S, eps, t.raw),
     )
     return LNNet(
         points.d,
@@ -141,32 +144,60 @@ Frame = tuple[Sequence[Sequence[fmpq]], Sequence[fmpq], Sequence[fmpq]]
 """``(X', s, o)`` with ``x = s x' + o`` coordinatewise (``build``'s normalised coordinates)."""
 
 
+@dataclass(frozen=True)
+class Line:
+    """The points' places on the line, exactly: ``t_i = T[i] / D`` (``T`` Python integers);
+    ``order`` sorts them (stable); ``raw``: the :class:`.Columns` of the points' own
+    coordinates (``points.X``, for the float rooms)."""
+
+    T: list[int]
+    D: int
+    order: list[int]
+    raw: Columns
+
+    def __getitem__(self, i: int) -> fmpq:
+        return fmpq(self.T[i], self.D)
+
+    def __len__(self) -> int:
+        return len(self.T)
+
+
 def line(
-    points: PointSet, seed: int, classes: Sequence[Label] | None, frame: Frame | None
-) -> tuple[tuple[Label, ...], list[Label], list[int], tuple[fmpq, ...], fmpq, list[fmpq]]:
+    points: PointSet,
+    seed: int,
+    classes: Sequence[Label] | None,
+    frame: Frame | None,
+    columns: Columns | None = None,
+) -> tuple[tuple[Label, ...], list[Label], list[int], tuple[fmpq, ...], fmpq, Line]:
     """The line an LN-G net reads: ``(classes, present, yk, read, shift, t)`` with ``yk`` the
     points' labels numbered in ``present`` (the classes that occur, in ``classes``' order),
-    and ``t = read^T x - shift`` exactly for every point (:func:`choose_direction`, searched
-    in the coordinates of ``frame``, default ``points.X``).  :class:`InputError` for a label
-    not among ``classes``."""
+    and ``t = read^T x - shift`` exactly for every point (a :class:`Line`;
+    :func:`choose_direction`, searched in the coordinates of ``frame``, default ``points.X``,
+    whose :class:`.Columns` are ``columns`` if given).  :class:`InputError` for a label not
+    among ``classes``."""
     cls = tuple(points.classes if classes is None else classes)
     if missing := sorted(set(points.y) - set(cls), key=str):
         raise InputError(f"labels {missing} are not among the classes {list(cls)}")
     present = sorted(set(points.y), key=cls.index)
     yk = [present.index(label) for label in points.y]
     d = points.d
-    Xn, scale, offset = frame if frame is not None else (points.X, [fmpq(1)] * d, [fmpq(0)] * d)
-    w, t = choose_direction(Xn, yk, seed)
+    if frame is None:
+        frame = (points.X, [fmpq(1)] * d, [fmpq(0)] * d)
+    Xn, scale, offset = frame
+    cols = columns if columns is not None else Columns(Xn)
+    plain = all(v == 1 for v in scale) and not any(offset)
+    w, T, D, order = choose_direction(cols, yk, seed)
     read = tuple(wi / si for wi, si in zip(w, scale, strict=True))
     shift = sum((r * o for r, o in zip(read, offset, strict=True)), fmpq(0))
-    return cls, present, yk, read, shift, t
+    return cls, present, yk, read, shift, Line(T, D, order, cols if plain else Columns(points.X))
 
 
 def choose_direction(
-    X: Sequence[Sequence[fmpq]], y: Sequence[int], seed: int = 0
-) -> tuple[tuple[fmpq, ...], list[fmpq]]:
+    cols: Columns, y: Sequence[int], seed: int = 0
+) -> tuple[tuple[fmpq, ...], list[int], int, list[int]]:
     """A direction ``w`` (exact) along which no two points of different labels tie, and the
-    projections ``w^T x`` (exact).
+    projections ``w^T x = T[i] / D`` (exact), with the order that sorts them (stable), for
+    points with coordinates ``cols``.
 
     The candidates: :func:`.project.directions` (axes, small-integer and 10-bit dyadic
     directions, Fisher's) and up to :data:`EXTRA_MAX` seeded random 10-bit dyadic ones
@@ -179,8 +210,8 @@ def choose_direction(
     So on structured data (few boundaries along a good direction) boundaries decide, and on
     random labels (every direction has about as many) float room does.
     """
-    m, d = len(X), len(X[0])
-    Xf = np.asarray([[to_float(v) for v in row] for row in X])
+    m, d = cols.m, cols.d
+    Xf = cols.floats()
     labels = np.asarray(y)
     W, _ = directions(Xf, labels, seed=seed)
     if d > 1:
@@ -200,17 +231,18 @@ def choose_direction(
     def rank(k: int) -> tuple[bool, float, int, float]:
         return bool(boundaries[k] > near), -min(room[k], need), int(boundaries[k]), -room[k]
 
-    for k in sorted(range(len(W)), key=rank):
-        t = _dot(W[k], X)
-        if _no_cross_ties(t, y):
-            return W[k], t
-    j = 2
-    while True:  # the moment curve: each difference of points is orthogonal to few of these
-        w = tuple(fmpq(j) ** i for i in range(d))
-        t = _dot(w, X)
-        if _no_cross_ties(t, y):
-            return w, t
-        j += 1
+    def moment_curve() -> Iterator[tuple[fmpq, ...]]:
+        j = 2
+        while True:  # each difference of points is orthogonal to few of these
+            yield tuple(fmpq(j) ** i for i in range(d))
+            j += 1
+
+    for w in itertools.chain((W[k] for k in sorted(range(len(W)), key=rank)), moment_curve()):
+        T, D = cols.project(w)
+        order = _no_cross_ties(T, labels)
+        if order is not None:
+            return w, T.tolist(), D, order
+    raise AssertionError("unreachable: the moment curve separates")
 
 
 def _random_directions(d: int, seed: int, count: int) -> list[tuple[fmpq, ...]]:
@@ -228,60 +260,84 @@ def _random_directions(d: int, seed: int, count: int) -> list[tuple[fmpq, ...]]:
 
 def float_boundaries(P: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each column of projections: the number of label boundaries along it, and the
-    smallest gap between neighbours of different labels (``inf`` without boundaries)."""
-    order = np.argsort(P, axis=0, kind="stable")
-    ls = y[order]
-    ps = np.take_along_axis(P, order, axis=0)
-    change = ls[1:] != ls[:-1]
-    gaps = np.where(change, np.diff(ps, axis=0), np.inf)
-    return change.sum(axis=0), gaps.min(axis=0, initial=np.inf)
+    smallest gap between neighbours of different labels (``inf`` without boundaries).  A few
+    columns at a time, each sorted as a contiguous row (the same stable order)."""
+    n = P.shape[1]
+    count, least_gap = np.zeros(n, dtype=np.int64), np.full(n, np.inf)
+    labels = np.unique(y, return_inverse=True)[1].astype(np.int32)  # equal exactly when y is
+    step = max(1, BOUNDARY_CHUNK // max(1, P.shape[0]))
+    for a in range(0, n, step):
+        rows = np.ascontiguousarray(P[:, a : a + step].T)
+        order = np.argsort(rows, axis=1, kind="stable")
+        ls = labels[order]
+        change = ls[:, 1:] != ls[:, :-1]
+        ps = np.take_along_axis(rows, order, axis=1)
+        gaps = np.where(change, np.diff(ps, axis=1), np.inf)
+        count[a : a + step] = change.sum(axis=1)
+        least_gap[a : a + step] = gaps.min(axis=1, initial=np.inf)
+    return count, least_gap
 
 
-def _dot(w: Sequence[fmpq], X: Sequence[Sequence[fmpq]]) -> list[fmpq]:
-    return [sum((wi * xi for wi, xi in zip(w, x, strict=True)), fmpq(0)) for x in X]
+BOUNDARY_CHUNK = 1 << 23
+"""Projections :func:`float_boundaries` sorts at once (a few directions at a million
+points: its arrays stay near 100 MB)."""
 
 
-def _no_cross_ties(t: Sequence[fmpq], y: Sequence[int]) -> bool:
-    """Whether no two points of different labels have the same projection (decided exactly)."""
-    order = sorted(range(len(t)), key=t.__getitem__)
-    return all(t[a] != t[b] or y[a] == y[b] for a, b in itertools.pairwise(order))
+def _no_cross_ties(T: np.ndarray, y: np.ndarray) -> list[int] | None:
+    """The order that sorts the integers ``T`` (stable), if no two points of different labels
+    have the same ``T`` (decided exactly); else None."""
+    values = T.tolist()
+    order = sorted(range(len(values)), key=values.__getitem__)
+    ts, ls = T[order], y[order]
+    return None if ((ts[1:] == ts[:-1]) & (ls[1:] != ls[:-1])).any() else order
 
 
 # ---------------------------------------------------------------------------
 # centres and steepness
 
 
-def place_centres(
-    read: tuple[fmpq, ...], shift: fmpq, t: Sequence[fmpq], y: Sequence[int]
-) -> Steps:
+def place_centres(read: tuple[fmpq, ...], shift: fmpq, t: Line, y: Sequence[int]) -> Steps:
     """The centres along ``t`` (no two points of different labels tie): one between every two
     neighbours of different labels, within ``WINDOW`` times their gap of the midpoint, and one
     beyond each end, at more than ``D`` from it (``D`` a power of two at least half the
-    largest gap between neighbours): the ends set ``delta`` only when there is no boundary."""
-    order = sorted(range(len(t)), key=t.__getitem__)
-    ts = [t[i] for i in order]
-    ls = [y[i] for i in order]
+    largest gap between neighbours): the ends set ``delta`` only when there is no boundary.
+
+    In integers over ``t``'s denominator (:func:`.dyadic_in`: the rationals' own dyadics)."""
+    order = t.order
+    ts = [t.T[i] for i in order]
+    ls = np.asarray(y)[order]
+    Q = t.D
+    # mid = (lo + hi) / 2 and mid -+ WINDOW gap, WINDOW = wp / wq, over 2 wq Q
+    wp, wq = int(WINDOW.p), int(WINDOW.q)
     centres: list[fmpq] = []
-    runs = [ls[0]]
-    delta: fmpq | None = None
-    widest = fmpq(0)
-    for a in range(len(ts) - 1):
+    near: list[tuple[int, int]] = []  # each centre's distance to its nearer neighbour: (p, q)
+    changes = np.flatnonzero(ls[1:] != ls[:-1]).tolist()
+    for a in changes:
         lo, hi = ts[a], ts[a + 1]
-        widest = max(widest, hi - lo)
-        if ls[a] == ls[a + 1]:
-            continue
-        gap, mid = hi - lo, (lo + hi) / 2
-        c = dyadic_between(mid - gap * WINDOW, mid + gap * WINDOW, mid)
-        centres.append(c)
-        runs.append(ls[a + 1])
-        near = min(c - lo, hi - c)
-        delta = near if delta is None else min(delta, near)
-    D = _power_of_two_at_least(widest / 2 if widest else fmpq(1))
-    first = dyadic_between(ts[0] - 2 * D, ts[0] - D)
-    last = dyadic_between(ts[-1] + D, ts[-1] + 2 * D)
-    ends = min(ts[0] - first, last - ts[-1])
-    delta = ends if delta is None else min(delta, ends)
+        mid, gap = wq * (lo + hi), 2 * wp * (hi - lo)
+        n, k = dyadic_in(mid - gap, mid + gap, mid, 2 * wq * Q)
+        centres.append(fmpq(n, 1 << k))
+        nQ = n * Q
+        near.append((min(nQ - (lo << k), (hi << k) - nQ), Q << k))
+    runs = [int(ls[0]), *(int(ls[a + 1]) for a in changes)]
+    widest = max((b - a for a, b in itertools.pairwise(ts)), default=0)
+    first_t, last_t = fmpq(ts[0], Q), fmpq(ts[-1], Q)
+    D = _power_of_two_at_least(fmpq(widest, 2 * Q) if widest else fmpq(1))
+    first = dyadic_between(first_t - 2 * D, first_t - D)
+    last = dyadic_between(last_t + D, last_t + 2 * D)
+    delta = min(first_t - first, last - last_t)
+    if near:
+        delta = min(delta, least(near))
     return Steps(read, shift, (first, *centres, last), tuple(runs), delta)
+
+
+def least(fractions: Sequence[tuple[int, int]]) -> fmpq:
+    """The least of the positive rationals ``p / q`` given as integer pairs, exactly: the
+    correctly rounded floats propose (rounding is monotone, so the least rational's float is
+    the least float) and the rationals with that float decide."""
+    floats = np.array([p / q for p, q in fractions])
+    low = floats.min()
+    return min(fmpq(*fractions[i]) for i in np.flatnonzero(floats == low).tolist())
 
 
 def steepness(delta: fmpq, eps: fmpq) -> tuple[fmpq, fmpq]:
@@ -368,18 +424,22 @@ def _gamma(n: int, u: fmpq) -> fmpq:
 
 
 def rooms(
-    points: PointSet, steps: Steps, layer: Affine[fmpq], beta: fmpq, S: fmpq, eps: fmpq
+    points: PointSet,
+    steps: Steps,
+    layer: Affine[fmpq],
+    beta: fmpq,
+    S: fmpq,
+    eps: fmpq,
+    raw: Columns,
 ) -> dict[str, Any]:
     """How much room each float format has: ``room = delta / E`` with ``E`` the bound on the
     float error of every group's input in units of ``t`` (Lemma 5), and whether the float
     margin bound of Theorem 6 proves every point right (``proved``, with that ``margin`` over
     ``sqrt(6)``) in lncapacity's NumPy backend; never where a number leaves the format's
-    normal range (``_in_range``)."""
-    size = max(
-        sum((abs(r) * abs(x) for r, x in zip(steps.read, row, strict=True)), fmpq(0))
-        for row in points.X
-    )
-    reach = max(abs(c + steps.shift) for c in steps.centres)
+    normal range (``_in_range``).  ``raw``: the :class:`.Columns` of ``points.X``."""
+    size = raw.abs_dot_max(steps.read)
+    # the centres increase: the farthest from 0 is an end
+    reach = max(abs(steps.centres[0] + steps.shift), abs(steps.centres[-1] + steps.shift))
     per_class = max(
         sum(1 for k in coefficients(steps.runs, label) if k) for label in set(steps.runs)
     )
@@ -388,7 +448,9 @@ def rooms(
     for dtype, u in UNIT.items():
         E = _gamma(points.d + 5, u) * size + _gamma(3, u) * (reach + beta)
         ok, margin = float_margin(steps.delta, b2, E, per_class, u)
-        ok = ok and _in_range(points, layer, S * (size + reach + beta), eps, dtype)
+        ok = ok and _in_range(
+            raw, layer, _least_bias(steps, beta, S), S * (size + reach + beta), eps, dtype
+        )
         out[dtype] = {"room": _short(steps.delta / E), "proved": ok}
         if ok:
             out[dtype]["margin"] = _floor4(margin)
@@ -401,22 +463,38 @@ TOP = {"float64": fmpq(2) ** 1023, "float32": fmpq(2) ** 127}
 """A power of two at most the largest number of each format."""
 
 
-def _in_range(points: PointSet, layer: Affine[fmpq], reach: fmpq, eps: fmpq, dtype: str) -> bool:
-    """Theorem 6's range condition: every nonzero input coordinate, weight, bias, product of
-    an input and a weight and ``eps`` at least the smallest normal number (no underflow, so
-    every rounding is relative), and the largest pre-activation ``reach`` (``S (M + max |C_j|
-    + beta)``) below the square root of the largest number over 4 (no square, sum or input
-    overflows)."""
-    xs = [abs(v) for row in points.X for v in row if v]
+def _least_bias(steps: Steps, beta: fmpq, S: fmpq) -> fmpq | None:
+    """The least nonzero ``|b|`` over the biases ``S (beta -+ C_j)``, ``-2 S beta`` of
+    :func:`steps_layer` (``C_j = c_j + shift``), None if all are 0: near ``C_j = +-beta``,
+    found by bisection in the increasing centres."""
+    cs, shift = steps.centres, steps.shift
+    found = [2 * S * beta] if beta else []
+    for target in (beta, -beta):  # |beta - C| and |beta + C| = |-beta - C|
+        i = bisect.bisect_left(cs, target - shift)
+        for j in range(max(0, i - 2), min(len(cs), i + 2)):
+            v = abs(target - (cs[j] + shift)) * S
+            if v:
+                found.append(v)
+    return min(found, default=None)
+
+
+def _in_range(
+    raw: Columns, layer: Affine[fmpq], least_bias: fmpq | None, reach: fmpq, eps: fmpq, dtype: str
+) -> bool:
+    """Theorem 6's range condition: every nonzero input coordinate, weight, bias (the least
+    nonzero ``|bias|`` is ``least_bias``), product of an input and a weight and ``eps`` at least
+    the smallest normal number (no underflow, so every rounding is relative), and the largest
+    pre-activation ``reach`` (``S (M + max |C_j| + beta)``) below the square root of the
+    largest number over 4 (no square, sum or input overflows)."""
+    x_low, x_high = raw.extremes()
     ws = [abs(v) for v in layer.W[0] if v]
-    bs = [abs(v) for v in layer.b if v]
     small, top = NORMAL[dtype], TOP[dtype]
-    if not (ws and bs):
+    if not ws or least_bias is None:
         return False
-    lows = [min(ws), min(bs), *([min(xs), min(xs) * min(ws)] if xs else [])]
+    lows = [min(ws), least_bias, *([x_low, x_low * min(ws)] if x_low is not None else [])]
     if eps:
         lows.append(eps)
-    return min(lows) >= small and reach**2 * 16 <= top and max(xs, default=fmpq(0)) <= top
+    return min(lows) >= small and reach**2 * 16 <= top and x_high <= top
 
 
 def float_margin(delta: fmpq, b2: fmpq, E: fmpq, n: int, u: fmpq) -> tuple[bool, fmpq]:
@@ -447,103 +525,3 @@ def _short(x: fmpq) -> float:
     """A float near ``x`` with 4 significant digits, for the meta (a report, not a bound)."""
     f = to_float(x)
     return float(f"{f:.4g}") if math.isfinite(f) else f
-
-
-# ---------------------------------------------------------------------------
-# the certificate by the theorem
-
-
-@dataclass(frozen=True)
-class StepCertificate:
-    """What :func:`step_certificate` proved: ``certified`` of ``total`` points are right, each
-    with a margin of at least ``margin * sqrt(6)`` (``margin`` exact, a lower bound over all
-    points; negative when some point is not certified); ``tails``, the bound on the steps'
-    tails at any point; ``delta``, the smallest distance of a point to a centre (in units of
-    the first layer's ``S t``)."""
-
-    certified: int
-    total: int
-    margin: fmpq
-    tails: fmpq
-    delta: fmpq
-
-
-def step_certificate(net: LNNet[fmpq], points: PointSet) -> StepCertificate:
-    """Certify ``net`` on ``points`` by the margin theorem (proofs/ln_g_steps.md, Theorem 4),
-    from the net's weights alone (its ``meta`` is not read), exactly.
-
-    The net must be of the proved form: depth 1, groups of 3, each group's rows ``(r, -r, 0)``
-    with one ``r`` for all groups, the readout without bias and reading each group along
-    ``u`` only (``R_1 + R_2 = 2 R_3`` on it); centres (where ``r . x`` makes a group's ``u``
-    part vanish) distinct, with a point between any two.  Otherwise :class:`InputError`.
-    Then each group reads ``sqrt(6) sigma_j`` with ``sigma_j`` a step of steepness ``b_j``, the
-    ideal scores ``(sqrt(6)/2) sum_j kappa_j sign`` are computed exactly, and a point is
-    certified when its ideal margin exceeds the tails' bound ``K T`` (``K``: the largest
-    difference of two classes' coefficients on one group).
-    """
-    if net.depth != 1 or net.norm(0).groups * GROUP != net.widths[0]:
-        raise InputError("not an LN-G steps net: depth 1 with groups of 3 expected")
-    if not net.norm(0).is_identity:
-        raise InputError("not an LN-G steps net: its LayerNorm has a gain or bias")
-    layer, R = net.layers[0], net.readout
-    G = net.norm(0).groups
-    r = layer.W[0]
-    C: list[fmpq] = []
-    b2: list[fmpq] = []
-    for j in range(G):
-        w1, w2, w3 = layer.W[3 * j : 3 * j + 3]
-        p, q, s = layer.b[3 * j : 3 * j + 3]
-        if w1 != r or any(a != -x for a, x in zip(w2, r, strict=True)) or any(w3):
-            raise InputError(f"not an LN-G steps net: group {j} is not (r, -r, 0)")
-        C.append((q - p) / 2)  # y - mean y = (r.x - C) u + ((p + q - 2 s)/6) v
-        beta = (p + q - 2 * s) / 6
-        b2.append(3 * beta**2 + 3 * net.eps / 2)
-    if any(R.b):
-        raise InputError("not an LN-G steps net: the readout has a bias")
-    kappa = []
-    for row in R.W:
-        ks = []
-        for j in range(G):
-            a1, a2, a3 = row[3 * j : 3 * j + 3]
-            if a1 + a2 != 2 * a3:
-                raise InputError(f"not an LN-G steps net: the readout reads group {j} off u")
-            ks.append(a1 - a2)
-        kappa.append(ks)
-    order = sorted(range(G), key=C.__getitem__)
-    cs = [C[j] for j in order]
-    if any(a == b for a, b in itertools.pairwise(cs)):
-        raise InputError("not an LN-G steps net: two groups share a centre")
-    L = _dot(r, points.X)
-    below = [bisect.bisect_left(cs, v) for v in L]  # centres strictly below each point
-    if set(range(1, G)) - set(below):
-        raise InputError("not an LN-G steps net: two centres have no point between them")
-    delta = min(_distance(v, k, cs) for v, k in zip(L, below, strict=True))
-    tails = PI2_8 * max(b2) / delta**2 if delta else fmpq(10**9)
-    K = max(max(col) - min(col) for col in zip(*kappa, strict=True))
-    # prefix sums of kappa along the sorted centres: ideal I_c = 2 prefix_c(k) - total_c
-    prefix = []
-    for ks in kappa:
-        acc, row_p = fmpq(0), [fmpq(0)]
-        for j in order:
-            acc += ks[j]
-            row_p.append(acc)
-        prefix.append(row_p)
-    worst: fmpq | None = None
-    certified = 0
-    cls = list(net.classes)
-    for k, label in zip(below, points.y, strict=True):
-        own = cls.index(label)
-        ideal = [2 * p[k] - p[-1] for p in prefix]
-        gap = min((ideal[own] - ideal[c] for c in range(len(cls)) if c != own), default=fmpq(2))
-        bound = gap / 2 - K * tails / 2
-        if delta > 0 and bound > 0:
-            certified += 1
-        worst = bound if worst is None else min(worst, bound)
-    return StepCertificate(
-        certified, points.m, worst if worst is not None else fmpq(0), tails, delta
-    )
-
-
-def _distance(v: fmpq, k: int, cs: Sequence[fmpq]) -> fmpq:
-    """The distance of ``v`` to the sorted centres ``cs``, ``k`` of them strictly below it."""
-    return min([v - cs[k - 1]] * (k > 0) + [cs[k] - v] * (k < len(cs)))

@@ -37,19 +37,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from flint import arb, fmpq
 
 from ..arith import arb_to_fmpq, dyadic_between, precision
 from ..data import PointSet
 from ..errors import InputError
 from ..model import Affine, Label, LNNet, Norm
+from .common_denominator import Columns, dyadic_in
 from .groups import (
     GROUP,
     WINDOW,
     Frame,
+    Line,
     _floor4,
     _power_of_two_at_least,
     _short,
+    least,
     line,
     steepness,
 )
@@ -92,73 +96,98 @@ def toggles(labels: Sequence[int], c: int) -> int:
     return count
 
 
-def _greedy(labels: Sequence[int], default: int, cap: int) -> list[int]:
+def _entries(labels: np.ndarray, c: int) -> np.ndarray:
+    """``E[r]``: the steps channel ``c`` takes from run 0 to run ``r``, counting at each run
+    ``r >= 1`` the gap before it when ``c`` is on either side (:func:`toggles` of a block
+    ``[s, r]`` is then ``[labels[s] = c] + E[r] - E[s]``)."""
+    inside = labels == c
+    E = np.zeros(len(labels), dtype=np.int64)
+    np.cumsum(inside[1:].astype(np.int64) + inside[:-1], out=E[1:])
+    return E
+
+
+def _greedy(
+    labels: np.ndarray, channels: dict[int, np.ndarray], cap: int, most: int | None = None
+) -> list[int] | None:
     """The first run of each block when every block is as long as it can be with at most
-    ``cap`` steps per channel (greedy, which fewest blocks for that cap)."""
+    ``cap`` steps per channel (greedy, which fewest blocks for that cap); None as soon as
+    there would be more than ``most`` blocks.  ``channels[c]``: :func:`_entries` of each
+    channel.  A block from ``s`` ends before the first run ``r`` where some channel's
+    :func:`toggles` would exceed ``cap``: the first ``r`` with
+    ``E[r] > cap + E[s] - [labels[s] = c]``, found by bisection."""
+    n = len(labels)
     starts = [0]
-    count: dict[int, int] = {}
-    for r, label in enumerate(labels):
-        add = {}
-        if r > starts[-1]:
-            prev = labels[r - 1]
-            if prev != default:
-                add[prev] = add.get(prev, 0) + 1
-        if label != default:
-            add[label] = add.get(label, 0) + 1
-        if any(count.get(c, 0) + n > cap for c, n in add.items()):
-            starts.append(r)
-            count = {label: 1} if label != default else {}
-        else:
-            for c, n in add.items():
-                count[c] = count.get(c, 0) + n
-    return starts
+    while True:
+        if most is not None and len(starts) > most:
+            return None
+        s = starts[-1]
+        end = n
+        for c, E in channels.items():
+            limit = cap + int(E[s]) - int(labels[s] == c)
+            end = min(end, int(np.searchsorted(E, limit, side="right")))
+        if end >= n:
+            return starts
+        starts.append(end)
 
 
-def _units(labels: Sequence[int], starts: Sequence[int], default: int) -> dict[int, int]:
-    """``U_c``: the most steps channel ``c`` needs on one block, made odd."""
-    need: dict[int, int] = {}
-    ends = [*starts[1:], len(labels)]
-    for a, b in zip(starts, ends, strict=True):
-        block = labels[a:b]
-        for c in set(block) - {default}:
-            need[c] = max(need.get(c, 0), toggles(block, c))
-    return {c: n + (n % 2 == 0) for c, n in need.items()}
+def _units(
+    labels: Sequence[int],
+    starts: Sequence[int],
+    default: int,
+    channels: dict[int, np.ndarray] | None = None,
+) -> dict[int, int]:
+    """``U_c``: the most steps channel ``c`` (every class but ``default`` that has a run) needs
+    on one block, made odd (``channels``: their :func:`_entries`, if known)."""
+    labels = np.asarray(labels)
+    if channels is None:
+        channels = {c: _entries(labels, c) for c in sorted(set(labels.tolist()) - {default})}
+    first = np.asarray(starts)
+    last = np.append(first[1:], len(labels)) - 1
+    need = {}
+    for c, E in channels.items():
+        t = (labels[first] == c) + E[last] - E[first]
+        present = (E[last] - E[first] > 0) | (labels[first] == c)
+        if present.any():
+            n = int(t[present].max())
+            need[c] = n + (n % 2 == 0)
+    return need
 
 
-def choose_blocks(ts: Sequence[fmpq], ls: Sequence[int]) -> Blocks:
-    """The runs of the sorted labels ``ls`` (projections ``ts``), the default class (the one
-    with the most runs: its entries and exits cost nothing) and the blocks: for each odd cap
-    ``u`` on the steps per channel and block, the greedy blocks; the cap with the fewest
-    groups ``B + 1 + sum_c U_c`` is taken among the odd cap in ``[sqrt b, sqrt b + 2)``
+def choose_blocks(ls: Sequence[int]) -> Blocks:
+    """The runs of the sorted labels ``ls``, the default class (the one with the most runs:
+    its entries and exits cost nothing) and the blocks: for each odd cap ``u`` on the steps
+    per channel and block, the greedy blocks; the cap with the fewest groups
+    ``B + 1 + sum_c U_c`` is taken among the odd cap in ``[sqrt b, sqrt b + 2)``
     (proofs/ln_g_depth.md, Theorem 4) and ``1, 3, 5, ...`` (until :data:`LEVEL_CAP` caps in
     a row found no fewer)."""
-    runs: list[tuple[int, int, int]] = []
-    for i, label in enumerate(ls):
-        if runs and runs[-1][0] == label:
-            runs[-1] = (label, runs[-1][1], i)
-        else:
-            runs.append((label, i, i))
-    labels = [r[0] for r in runs]
-    tally: dict[int, int] = {}
-    for label in labels:
-        tally[label] = tally.get(label, 0) + 1
-    default = max(sorted(tally), key=tally.__getitem__)
+    lab = np.asarray(ls)
+    firsts = np.flatnonzero(np.r_[True, lab[1:] != lab[:-1]])
+    lasts = np.append(firsts[1:], len(lab)) - 1
+    labels = lab[firsts]
+    runs = tuple(zip(labels.tolist(), firsts.tolist(), lasts.tolist(), strict=True))
+    tally = np.bincount(labels)
+    default = int(np.argmax(tally))  # the first of the most runs: the smallest such class
+    channels = {c: _entries(labels, c) for c in sorted(set(labels.tolist()) - {default})}
 
-    def blocks(cap: int) -> Blocks:
-        starts = _greedy(labels, default, cap)
-        return Blocks(tuple(runs), tuple(starts), default, _units(labels, starts, default))
+    def blocks(cap: int, most: int | None = None) -> Blocks | None:
+        starts = _greedy(labels, channels, cap, most)
+        if starts is None:
+            return None
+        return Blocks(runs, tuple(starts), default, _units(labels, starts, default, channels))
 
     root = math.isqrt(len(labels) - 1)  # the odd cap of Theorem 4: sqrt(b) <= u < sqrt(b) + 2
     best = blocks(root + (root * root < len(labels) - 1) | 1)
+    assert best is not None
     since = 0
     cap = 1
     while since < LEVEL_CAP:
-        got = blocks(cap)
-        if got.groups < best.groups:
+        # more than best.groups - 2 blocks cannot have fewer groups (B + 1 + at least one unit)
+        got = blocks(cap, best.groups - 2)
+        if got is not None and got.groups < best.groups:
             best, since = got, 0
         else:
             since += 1
-        if len(got.starts) == 1:
+        if got is not None and len(got.starts) == 1:
             break
         cap += 2
     return best
@@ -168,10 +197,10 @@ def choose_blocks(ts: Sequence[fmpq], ls: Sequence[int]) -> Blocks:
 # the pass-through and the levels
 
 
-def _phi(t: fmpq, centre: fmpq, b2: fmpq) -> arb:
-    """``phi(t) = (t - cP) / sqrt((t - cP)^2 + bP^2)`` as a ball."""
-    x = arb(t - centre)
-    return x / (x * x + arb(b2)).sqrt()
+def _phi(x: fmpq, b2: fmpq) -> arb:
+    """``phi(t) = (t - cP) / sqrt((t - cP)^2 + bP^2)`` as a ball, for ``x = t - cP``."""
+    b = arb(x)
+    return b / (b * b + arb(b2)).sqrt()
 
 
 def _lower(x: arb) -> fmpq:
@@ -215,27 +244,48 @@ def place_levels(
 def _levels(
     ts: Sequence[fmpq], runs: Sequence[tuple[int, int, int]], centre: fmpq, b2: fmpq
 ) -> Levels | None:
-    """:func:`place_levels` at the current precision; None when two balls overlap."""
+    """:func:`place_levels` at the current precision; None when two balls overlap.  The ends
+    of the balls are dyadic, so the levels and ``mu`` are placed in integers over a common
+    power of two (:func:`.dyadic_in`: the same dyadics as the rationals give)."""
     levels: list[fmpq] = []
-    first, last = _phi(ts[0], centre, b2), _phi(ts[-1], centre, b2)
+    minus = ts.minus if isinstance(ts, _Sorted) else lambda i, c: ts[i] - c
+
+    def phi(i: int) -> arb:
+        return _phi(minus(i, centre), b2)
+
+    first, last = phi(0), phi(len(ts) - 1)
     lo_end = _lower(first)
     h = (1 + lo_end) / 4
     levels.append(dyadic_between(lo_end - 2 * h, lo_end - h))
     mu = lo_end - levels[0]
+    near: list[tuple[int, int]] = []  # each inner level's distance to its gap's ends: (p, q)
+    wp, wq = int(LEVEL_WINDOW.p), int(LEVEL_WINDOW.q)
     for prev, run in itertools.pairwise(runs):
-        lo, hi = _upper(_phi(ts[prev[2]], centre, b2)), _lower(_phi(ts[run[1]], centre, b2))
+        (m1, e1), (m2, e2) = _ends(phi(prev[2]), phi(run[1]))
+        E = max(0, -e1, -e2)
+        lo, hi = m1 << (e1 + E), m2 << (e2 + E)  # the ends over 2^E
         if not lo < hi:
             return None
-        width = hi - lo
-        mid = (lo + hi) / 2
-        level = dyadic_between(mid - width * LEVEL_WINDOW, mid + width * LEVEL_WINDOW, mid)
-        levels.append(level)
-        mu = min(mu, level - lo, hi - level)
+        # within LEVEL_WINDOW = wp / wq of the width of the middle: over 2 wq 2^E
+        mid, width = wq * (lo + hi), 2 * wp * (hi - lo)
+        n, k = dyadic_in(mid - width, mid + width, mid, (2 * wq) << E)
+        levels.append(fmpq(n, 1 << k))
+        near.append((min((n << E) - (lo << k), (hi << k) - (n << E)), 1 << (k + E)))
+    if near:
+        mu = min(mu, least(near))
     hi_end = _upper(last)
     h = (1 - hi_end) / 4
     levels.append(dyadic_between(hi_end + h, hi_end + 2 * h))
     mu = min(mu, levels[-1] - hi_end)
     return Levels(tuple(levels), mu)
+
+
+def _ends(below: arb, above: arb) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The upper end of ``below`` and the lower end of ``above``, exactly: ``(man, exp)`` with
+    the value ``man 2^exp``."""
+    m1, e1 = below.upper().man_exp()
+    m2, e2 = above.lower().man_exp()
+    return (int(m1), int(e1)), (int(m2), int(e2))
 
 
 def unit_levels(blocks: Blocks, levels: Levels) -> list[tuple[int | None, list[fmpq]]]:
@@ -288,6 +338,36 @@ def _u_read(width: int, coefficients: dict[int, fmpq]) -> list[fmpq]:
     return w
 
 
+def _u_rows(width: int, coefficients: dict[int, fmpq], S: fmpq) -> tuple[tuple[fmpq, ...], ...]:
+    """The rows ``S w`` and ``-S w`` of :func:`_group_rows` for ``w = _u_read(width,
+    coefficients)``, without multiplying the zeros."""
+    zero = fmpq(0)
+    row, neg = [zero] * width, [zero] * width
+    for j, a in coefficients.items():
+        v = S * a / 2
+        row[GROUP * j], row[GROUP * j + 1] = v, -v
+        neg[GROUP * j], neg[GROUP * j + 1] = -v, v
+    return tuple(row), tuple(neg)
+
+
+class _Sorted:
+    """The points' ``t`` in increasing order, as rationals made when asked for."""
+
+    def __init__(self, t: Line) -> None:
+        self.t = t
+
+    def __getitem__(self, i: int) -> fmpq:
+        return self.t[self.t.order[i]]
+
+    def minus(self, i: int, c: fmpq) -> fmpq:
+        """The ``i``-th smallest ``t`` minus ``c``, exactly (one rational made, not two)."""
+        cp, cq = int(c.p), int(c.q)
+        return fmpq(self.t.T[self.t.order[i]] * cq - cp * self.t.D, self.t.D * cq)
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+
 def _largest_power_of_two_with(square_at_most: fmpq) -> fmpq:
     """The largest power of two ``f <= 1`` with ``f^2 <= square_at_most``."""
     f = fmpq(1)
@@ -305,6 +385,7 @@ def build_ln_g_deep(
     classes: Sequence[Label] | None = None,
     meta: dict[str, Any] | None = None,
     frame: Frame | None = None,
+    columns: Columns | None = None,
 ) -> LNNet[fmpq]:
     """An LN-G net of ``depth >= 2`` layers (groups of 3) that classifies every point of
     ``points`` correctly with a margin of at least ``(7/16) sqrt(6)`` (proofs/ln_g_depth.md,
@@ -313,12 +394,11 @@ def build_ln_g_deep(
     :func:`.groups.build_ln_g`'s."""
     if depth < 2:
         raise InputError(f"depth {depth}: the block construction has depth 2 or more")
-    cls, present, yk, read, shift, t = line(points, seed, classes, frame)
+    cls, present, yk, read, shift, t = line(points, seed, classes, frame, columns)
     d = points.d
-    order = sorted(range(len(t)), key=t.__getitem__)
-    ts = [t[i] for i in order]
-    ls = [yk[i] for i in order]
-    blocks = choose_blocks(ts, ls)
+    ts = _Sorted(t)
+    ls = [yk[i] for i in t.order]
+    blocks = choose_blocks(ls)
     runs = blocks.runs
 
     # the pass-through: centre mid-range, bP about half the range (Lemma 1)
@@ -369,15 +449,15 @@ def build_ln_g_deep(
     f2 = _largest_power_of_two_with(fmpq(4, most))
     beta2, S2 = steepness(G * f2, eps)
     W2: list[tuple[fmpq, ...]] = []
-    b2: list[fmpq] = []
     width1 = GROUP * groups1
+    nothing = tuple(fmpq(0) for _ in range(width1))
     for _, ell in units:
         o = [(ell[i] - ell[i - 1]) / 2 for i in range(1, len(ell))]
         o0 = (ell[0] + ell[-1]) / 2
         a = {0: -o0, 1: fmpq(1), **{2 + i: -oi for i, oi in enumerate(o)}}
-        rows, bias = _group_rows(_u_read(width1, a), fmpq(0), S2, beta2)
-        W2 += rows
-        b2 += bias
+        row, neg = _u_rows(width1, a, S2)  # _group_rows(_u_read(width1, a), 0, S2, beta2)
+        W2 += [row, neg, nothing]
+    b2 = _group_rows(nothing[:1], fmpq(0), S2, beta2)[1] * len(units)
     layer2 = Affine(tuple(W2), tuple(b2), {"kind": "block-units", "group": GROUP})
     layers = [layer1, layer2]
     norms = [Norm(groups=groups1), Norm(groups=len(units))]

@@ -14,16 +14,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from flint import fmpq
+from flint import arb, fmpq
 
 from ..algebraic import refuse_radicals
-from ..arith import format_rational, json_float, parse_rational, to_float
+from ..arith import format_rational, json_float, parse_rational, precision, to_float
 from ..certify import Certificate, certify
 from ..data import named_labels
 from ..model import LNNet
 from .readout import class_arcs, class_intervals
 from .runs import MERGE_RTOL, column_gaps, float_column_gaps, merge_history
-from .scalars import ball_columns, layer_constants, reads
+from .scalars import ball_amplitudes, ball_columns, layer_constants, reads
 from .trace import as_points, float_trace
 
 __all__ = [
@@ -138,11 +138,13 @@ def explain(
     names = list(net.classes)
     rd = reads(net)
     # balls lose about a bit a layer; the certificate may have used float64 intervals (53)
-    cols = ball_columns(net, points, max(cert.precision, 128 + 2 * net.depth))
+    bits = max(cert.precision, 128 + 2 * net.depth)
+    cols = ball_columns(net, points, bits)
     trace = float_trace(net, points)
     if cols is not None:
+        amplitudes = ball_amplitudes(net, cols, bits)  # weights beyond floats: finite ratios
         columns = [
-            column_gaps(cols[c], cls_index, trace.amplitude[c]) | {"exact": True}
+            column_gaps(cols[c], cls_index, amplitudes[c]) | {"exact": True}
             for c in range(len(cols))
         ]
     else:
@@ -210,15 +212,14 @@ def explain(
             entry["joined_runs"] = joined
             entry["merged_values"] = history[i - 1]
             if "fold_point" in entry and entry["fold_point"] is not None:
-                fp = to_float(parse_rational(entry["fold_point"]))
-                vals = floats_of[i - 1]
-                assert vals is not None
-                left = int(np.sum(vals < fp))
-                right = len(vals) - left
+                fold_point = parse_rational(entry["fold_point"])
+                below, above = _sides(cols, floats_of, i - 1, fold_point, bits)
+                left = int(np.sum(below))
+                right = len(below) - left
                 # the folded end: the side of the fold point with fewer whole label runs
                 # (then fewer values): runs of R_1.. (or ..R_n) are reflected over the rest
-                runs_left = sum(bool(np.all(vals[r] < fp)) for r in rb)
-                runs_right = sum(bool(np.all(vals[r] > fp)) for r in rb)
+                runs_left = sum(bool(np.all(below[r])) for r in rb)
+                runs_right = sum(bool(np.all(above[r])) for r in rb)
                 if left == 0 or right == 0:
                     side = "none"
                 elif runs_left != runs_right:
@@ -283,9 +284,30 @@ def explain(
             "all_certified": cert.all_certified,
             "min_margin": json_float(cert.min_margin) if cert.all_certified else None,
             "precision_bits": cert.precision,
+            "theorem": cert.theorem,
         },
         "merge_rtol": MERGE_RTOL,
     }
+
+
+def _sides(
+    cols: list[list[arb]] | None,
+    floats_of: list[np.ndarray | None],
+    c: int,
+    fold: fmpq,
+    bits: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which values of column ``c`` lie certainly below and which certainly above the exact
+    ``fold`` point: from the balls where there are balls (values beyond the float range too),
+    else in floats."""
+    if cols is not None:
+        with precision(bits):
+            at = arb(fold)
+            return np.array([v < at for v in cols[c]]), np.array([v > at for v in cols[c]])
+    vals = floats_of[c]
+    assert vals is not None
+    fp = to_float(fold)
+    return vals < fp, vals > fp
 
 
 def _few(ks: Sequence[int], limit: int = 6) -> str:

@@ -146,14 +146,20 @@ def merge_representatives(
     return out
 
 
-def column_gaps(values: Sequence[arb], labels: Sequence[Any], amplitude: float) -> dict[str, Any]:
-    """The order, label runs and smallest label gap of one column of balls."""
+def column_gaps(
+    values: Sequence[arb], labels: Sequence[Any], amplitude: float | arb
+) -> dict[str, Any]:
+    """The order, label runs and smallest label gap of one column of balls (over the
+    column's ``amplitude``: a ball, from exact weights, or the float trace's)."""
     order = sorted(range(len(values)), key=lambda i: values[i].mid())
     runs = label_runs(order, labels)
     label_gap, positive, where = math.inf, True, None
     for a, b in itertools.pairwise(order):
         gap = values[b] - values[a]
-        mid = to_float(gap.mid()) / amplitude
+        if isinstance(amplitude, arb):
+            mid = to_float((gap / amplitude).mid())
+        else:
+            mid = to_float(gap.mid()) / amplitude
         if labels[a] != labels[b]:
             if mid < label_gap:
                 label_gap, positive, where = mid, bool(gap > 0), (a, b)

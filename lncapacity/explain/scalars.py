@@ -25,6 +25,7 @@ from ..model import LNNet
 
 __all__ = [
     "Read",
+    "ball_amplitudes",
     "ball_columns",
     "fold_points",
     "layer_constants",
@@ -142,3 +143,23 @@ def ball_columns(net: LNNet[fmpq], points: PointSet, prec: int) -> list[list[arb
             s = [(a1 + a2 * (v - s0)) / (g * (v - s0) ** 2 + k).sqrt() for v in s]
             cols.append(s)
     return cols
+
+
+def ball_amplitudes(net: LNNet[fmpq], cols: Sequence[Sequence[arb]], prec: int) -> list[arb]:
+    """The scale of each column of :func:`ball_columns`, as the float trace takes it but in
+    balls, so that a label gap over it is a ratio of balls (weights beyond the float range
+    give finite ratios): half the span of the input's column, then ``sqrt n |P row|`` of each
+    read (the largest ``row^T h`` over LayerNorm outputs of width ``n``); 1 where zero."""
+    rd = reads(net)
+    out = []
+    with precision(prec):
+        for c, values in enumerate(cols):
+            if c == 0:
+                mids = sorted(values, key=lambda v: v.mid())
+                amp = (mids[-1] - mids[0]) / 2 if mids else arb(0)
+            else:
+                row = rd[c].row  # type: ignore[union-attr]
+                mean = sum(row, fmpq(0)) / len(row)
+                amp = (arb(len(row)) * arb(sum(((r - mean) ** 2 for r in row), fmpq(0)))).sqrt()
+            out.append(amp if amp > 0 else arb(1))
+    return out

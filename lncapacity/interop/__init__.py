@@ -70,7 +70,7 @@ from .torch_files import MAX_TORCH_FILE_BYTES as MAX_TORCH_FILE_BYTES
 from .torch_files import SAFE_MODULES as SAFE_MODULES
 from .torch_files import load_torch, save_torch, torch_bytes
 from .torch_files import shown_line as shown_line
-from .torch_in import from_state_dict, from_torch
+from .torch_in import NormKindWarning, from_state_dict, from_torch
 from .torch_in import sequential_from_state_dict as sequential_from_state_dict
 from .torch_out import TORCH_EXPORT_FORMAT as TORCH_EXPORT_FORMAT
 from .torch_out import default_dtype as default_dtype
@@ -78,6 +78,7 @@ from .torch_out import module_from_export, to_torch, torch_export
 
 __all__ = [
     "TORCH_DTYPES",
+    "NormKindWarning",
     "from_state_dict",
     "from_torch",
     "load_torch",

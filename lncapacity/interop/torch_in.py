@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,30 @@ if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 
+class NormKindWarning(UserWarning):
+    """A state dict's 1-D weights were read as a LayerNorm's, but a GroupNorm of the same
+    width has the same tensors: the kinds cannot be told from the shapes."""
+
+
+def _warn_if_groups_possible(
+    kinds: list[str], entries: dict[int, dict[str, Any]], name: str
+) -> None:
+    """A :class:`NormKindWarning` when a module read as a LayerNorm could be a GroupNorm (its
+    width ``n`` has groups of 2 or more: ``n = g k`` with ``g, k >= 2``), naming ``--spec``."""
+    for i, kind in enumerate(kinds):
+        n = int(entries[i]["weight"].shape[0]) if kind == "LayerNorm" else 0
+        if any(n % g == 0 for g in range(2, math.isqrt(n) + 1)):
+            spec = ",".join("GroupNorm:G" if k == "LayerNorm" else k for k in kinds)
+            warnings.warn(
+                f"{name}: module {i} ({n} features) is read as a LayerNorm, which a GroupNorm's "
+                f"state dict cannot be told from: if it is a GroupNorm of G groups, give the kinds "
+                f"(--spec {spec}, or spec=[...] in Python)",
+                NormKindWarning,
+                stacklevel=3,
+            )
+            return
+
+
 def _exact_tensor(t: Any, where: str) -> list[Any]:
     """The exact rationals of a floating-point tensor (nested lists), or InputError."""
     torch = import_torch()
@@ -29,7 +54,7 @@ def _exact_tensor(t: Any, where: str) -> list[Any]:
     a = t.detach().to("cpu", torch.float64).numpy()  # exact for float16/bfloat16/float32/64
     if not np.all(np.isfinite(a)):
         raise InputError(f"{where}: has NaN or infinite weights")
-    return _fmpq_nested(a.tolist())
+    return _exact_nested(a)
 
 
 def _vector(t: Any, where: str) -> tuple[Any, ...]:
@@ -39,11 +64,17 @@ def _vector(t: Any, where: str) -> tuple[Any, ...]:
     return tuple(values[0] if t.dim() == 2 else values)
 
 
-def _fmpq_nested(v: Any) -> Any:
-    if isinstance(v, list):
-        return [_fmpq_nested(x) for x in v]
-    p, q = float(v).as_integer_ratio()
-    return fmpq(p, q)
+def _exact_nested(a: np.ndarray) -> Any:
+    """The dyadic rational of each entry of a float64 array, as nested lists (a row at a
+    time at C speed)."""
+    if a.ndim == 0:
+        return fmpq(*float(a).as_integer_ratio())
+    if a.ndim > 1:
+        return [_exact_nested(row) for row in a]
+    if not a.size:
+        return []
+    nums, dens = zip(*map(float.as_integer_ratio, a.tolist()), strict=True)
+    return list(map(fmpq, nums, dens))
 
 
 def from_torch(
@@ -162,8 +193,10 @@ def from_state_dict(
     ``"ParallelLS:K"`` for the authors' ``ParallelLN(n, K, centering=True)`` and
     ``centering=False`` of Ni et al. (weight and bias ``[1, n]``), ``"Dropout"``,
     ``"Identity"``); without it the kinds are read off the tensors (a 2-D weight is a Linear,
-    a 1-D one a LayerNorm), which needs every module to have weights.  ``eps`` is the
-    normalisers' (a state dict does not hold it; torch's default is ``1e-5``).
+    a 1-D one a LayerNorm), which needs every module to have weights; a GroupNorm has a
+    LayerNorm's tensors, so a :class:`NormKindWarning` is issued when a width read as a
+    LayerNorm's could be split into groups of 2 or more.  ``eps`` is the normalisers' (a state
+    dict does not hold it; torch's default is ``1e-5``).
     Keys, dtypes and shapes are checked first, and the modules are built around the
     tensors themselves (no weights are allocated), so :func:`from_torch` checks the limits
     before any weight is read.
@@ -225,6 +258,7 @@ def sequential_from_state_dict(
         if no_weight := [i for i in range(count) if "weight" not in entries[i]]:
             raise InputError(f"{name}: module {no_weight[0]} has a bias but no weight")
         kinds = ["Linear" if entries[i]["weight"].dim() == 2 else "LayerNorm" for i in range(count)]
+        _warn_if_groups_possible(kinds, entries, name)
     else:
         kinds = [s.strip() for s in spec]
         if extra := sorted(set(entries) - set(range(len(kinds)))):

@@ -18,7 +18,7 @@ from flint import fmpq
 
 from ..arith import json_float, parse_rational, shown
 from ..errors import InputError
-from ..fileformat import MAX_INPUT_DIM, from_dict, from_gadget, parse_json
+from ..fileformat import MAX_DEPTH, MAX_INPUT_DIM, from_dict, from_gadget, parse_json
 from ..model import LNNet
 
 FORMAT = "lnnet-shatter/1"
@@ -172,12 +172,11 @@ def _read_header(obj: Any, path: object) -> _Header:
     points = obj["points"]
     if not isinstance(points, list) or not points:
         raise bad("points must be a non-empty list of points")
-    if len(points) > MAX_POINTS:
-        raise bad(
-            f"{len(points)} points, beyond the limit of {MAX_POINTS} (2^{MAX_POINTS} labelings)"
-        )
-    if len(points) < depth + 2:
-        raise bad(f"{len(points)} points at depth {depth}: shattering takes at least {depth + 2}")
+    groups = obj.get("groups")
+    if groups is not None and (not _is_int(groups) or not 1 <= groups <= MAX_GROUPS):
+        raise bad(f"groups must be an integer from 1 to {MAX_GROUPS}, got {shown(groups)}")
+    if (problem := claim_problem(len(points), depth, groups)) is not None:
+        raise bad(problem)
     if not all(isinstance(x, list) for x in points):
         raise bad("every point must be a list of numbers")
     d = len(points[0])
@@ -198,12 +197,32 @@ def _read_header(obj: Any, path: object) -> _Header:
         raise bad("the points are not distinct")
     if eps < 0:
         raise bad("eps must be >= 0")
-    groups = obj.get("groups")
-    if groups is not None and (not _is_int(groups) or not 1 <= groups <= MAX_GROUPS):
-        raise bad(f"groups must be an integer from 1 to {MAX_GROUPS}, got {shown(groups)}")
     if obj.get("norm", "rms") != "rms":
         raise bad(f'norm must be "rms" when present, got {shown(obj["norm"])}')
     return _Header(X, depth, eps, groups, "norm" in obj)
+
+
+def claim_problem(m: int, depth: int, groups: int | None) -> str | None:
+    """What is wrong with a claim that depth-``depth`` nets shatter ``m`` points (``None``:
+    nothing), for :func:`~lncapacity.shatter.run.shatter` and
+    :func:`~lncapacity.shatter.verify.verify_shatter` alike.
+
+    At most :data:`MAX_POINTS` points and :data:`~lncapacity.fileformat.MAX_DEPTH` layers (the
+    nets must be readable).  Width 3: at least ``depth + 2`` points, the count of the theorem
+    of Ni, Guo, Jia and Huang (proofs/vc_theorem.md).  LN-G (``groups`` of 3 per layer): depth
+    at least 1, and any number of points: ``2g + 1`` are shattered at every depth
+    (proofs/ln_g_vc.md, Theorems 1 and 2), so the depth sets no floor.  An RMSNorm claim (width
+    2, or groups of 2) has its LayerNorm twin's rule (proofs/rmsnorm.md).
+    """
+    if m > MAX_POINTS:
+        return f"{m} points, beyond the limit of {MAX_POINTS} (2^{MAX_POINTS} labelings)"
+    if depth > MAX_DEPTH:
+        return f"depth {depth}, beyond the limit of {MAX_DEPTH} layers of a net"
+    if groups is None and m < depth + 2:
+        return f"{m} points at depth {depth}: shattering takes at least {depth + 2}"
+    if groups is not None and depth < 1:
+        return f"LN-G shattering takes a depth >= 1, not {depth}"
+    return None
 
 
 def _is_int(v: object) -> bool:

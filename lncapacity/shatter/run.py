@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -14,32 +15,36 @@ from ..arith import epsilon, exact, format_rational, json_float, shown
 from ..errors import InputError
 from ..fileformat import to_dict, to_gadget
 from ..version import __version__
-from .journal import _journal_path, _resume, _writer
+from .journal import _journal_path, _locked, _resume, _writer
 from .nets import _margins, _swapped, bump_net
 from .points import _point_set, default_points, labels_of
 from .records import (
     CLASSES,
     FORMAT,
+    MAX_LINE_BYTES,
     MAX_POINTS,
     MAX_SHATTER_GROUPS,
     Progress,
     ShatterSummary,
+    _decode,
+    _Header,
     _is_int,
+    _read_header,
     _tally,
+    claim_problem,
 )
 from .workers import CHUNK, _imap
 
 
-def _shatter_chunk(
-    args: tuple[list[tuple[fmpq, ...]], int, fmpq, list[int], dict | None, int | None, bool],
-) -> list[dict]:
-    """Build and certify the nets of some labelings: ``args`` is ``(X, depth, eps, labelings,
-    search, groups, rms)``."""
+def _shatter_chunk(args: tuple[_Header, list[int], dict | None]) -> list[dict]:
+    """A record per labeling of ``ks``, its margins certified on the net as the record has it
+    (decoded as :func:`~lncapacity.shatter.verify.verify_shatter` decodes it), or an error."""
     from ..construct import build  # workers build; the verifier never imports this
     from ..construct.rms import ln_eps, rms_net
 
-    X, depth, eps, ks, search, groups, rms = args
-    if rms:  # the LayerNorm nets are built with eps 2/3 of RMSNorm's, then twinned
+    header, ks, search = args
+    X, depth, eps, groups = list(header.points), header.depth, header.eps, header.groups
+    if header.rms:  # the LayerNorm nets are built with eps 2/3 of RMSNorm's, then twinned
         eps = ln_eps(eps)
     m, mask = len(X), (1 << len(X)) - 1
     out = []
@@ -66,9 +71,9 @@ def _shatter_chunk(
                 out.append({"labeling": k, "error": str(e) if search is None else "none found"})
                 continue
             record = {"folds": "search", "lnnet": to_dict(net)}
-        if rms:  # the RMSNorm twin (proofs/rmsnorm.md), rounded, certified on its own
-            net = rms_net(net)
-            record = {"folds": record["folds"], "lnnet": to_dict(net)}
+        if header.rms:  # the RMSNorm twin (proofs/rmsnorm.md), rounded, certified on its own
+            record = {"folds": record["folds"], "lnnet": to_dict(rms_net(net))}
+        net = _decode(record, header)  # what the verifier will certify
         comp = k ^ mask
         out.append(
             {
@@ -86,6 +91,22 @@ def _shatter_chunk(
     return out
 
 
+def _record_bytes(header: _Header) -> int:
+    """About the bytes of an LN-G record of ``header`` (or of its RMSNorm twin's): its net (the
+    layers after the first are alike, so nets of depth 1 and 2 tell) and room for two margins
+    per point."""
+    from ..construct.rms import ln_eps, rms_net
+
+    X, g, eps = list(header.points), header.groups or 1, header.eps
+    y = labels_of(0, len(X))
+    nets = (bump_net(X, y, g, ln_eps(eps) if header.rms else eps, d) for d in (1, 2))
+    one, two = (
+        len(json.dumps(to_dict(rms_net(net) if header.rms else net), separators=(",", ":")))
+        for net in nets
+    )
+    return one + (header.depth - 1) * (two - one) + 64 * len(X)
+
+
 def shatter(
     X: Sequence[Sequence[object]] | None,
     depth: int,
@@ -101,6 +122,7 @@ def shatter(
     resume: bool = False,
     status: Callable[[ShatterSummary], None] | None = None,
     chunk: int | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> ShatterSummary:
     """Build and certify a depth-``depth`` net for every labeling of ``X`` (``depth + 2`` points).
 
@@ -145,13 +167,17 @@ def shatter(
         The records go to a journal ``out + ".part"`` kept when the run is interrupted; a new
         run with ``resume`` re-certifies the journal's records
         (:func:`~lncapacity.shatter.verify.verify_shatter`'s checks), keeps the longest
-        correct prefix and continues after it.
+        correct prefix and continues after it.  One run at a time holds a journal (an
+        advisory lock: another raises :class:`InputError` naming its pid); an incomplete
+        header (a run stopped at its start) is started afresh, said in one line to ``note``.
     status
         Called with the summary so far after each chunk.
     chunk
         Pairs of labelings per chunk of work (default: enough chunks for 16 per worker, at
         most :data:`~lncapacity.shatter.workers.CHUNK` pairs each; the labelings are
         independent, so the certificate is the same).
+    note
+        Called with a line to say (a journal started afresh).
 
     Returns
     -------
@@ -184,8 +210,6 @@ def shatter(
             raise InputError(
                 f"groups must be an integer from 1 to {MAX_SHATTER_GROUPS}, got {shown(groups)}"
             )
-        if not _is_int(depth) or depth < 1:
-            raise InputError(f"LN-G shattering takes a depth >= 1, not {shown(depth)}")
         if search is not None:
             raise InputError("--search is for width-3 nets (ln3), not ln-g")
         if X is None:
@@ -197,7 +221,7 @@ def shatter(
             X = [(fmpq(k),) for k in range(2 * groups + 1)]
     if not _is_int(depth) or depth < 0:
         raise InputError(f"depth must be a non-negative integer, got {shown(depth)}")
-    if depth + 2 > MAX_POINTS:
+    if groups is None and depth + 2 > MAX_POINTS:
         raise InputError(
             f"depth {depth} takes {depth + 2} points, beyond the limit of {MAX_POINTS}"
         )
@@ -213,10 +237,8 @@ def shatter(
     if groups is None and m != depth + 2 and (search is None or m < depth + 2):
         want = f"at least {depth + 2}" if search is not None else str(depth + 2)
         raise InputError(f"shattering at depth {depth} takes {want} points, got {m}")
-    if m > MAX_POINTS:
-        raise InputError(
-            f"{m} points: 2^{m} labelings, beyond the limit of {MAX_POINTS} points (2^{MAX_POINTS})"
-        )
+    if (problem := claim_problem(m, depth, groups)) is not None:
+        raise InputError(problem)
     if len({len(x) for x in points}) != 1 or not points[0]:
         raise InputError("the points must all have the same number (at least 1) of coordinates")
     if len(set(points)) != m:
@@ -238,18 +260,24 @@ def shatter(
         header["groups"] = groups
     if rms:
         header["norm"] = "rms"
+    hdr = _read_header(header, "the certificate")  # the verifier's checks, before any work
+    if groups is not None and (size := _record_bytes(hdr)) > MAX_LINE_BYTES:
+        raise InputError(
+            f"{groups} groups at depth {depth}: a record takes about {size >> 20} MiB, beyond "
+            f"the {MAX_LINE_BYTES >> 20} MiB a line of a shattering certificate may have"
+        )
     first = 0  # the first labeling to compute (after a journal's records)
     journal = None if not resume or out is None else _journal_path(out)
     pool = workers or os.cpu_count() or 1
-    with _imap(scheduler, pool) as imap:  # one pool, or one cluster, for the whole run
+    # one run at a time resumes, writes and publishes a journal; one pool, or one cluster
+    with _locked(journal), _imap(scheduler, pool) as imap:
         if journal is not None:
-            first = _resume(journal, header, summary, pool, imap)
+            first = _resume(journal, header, summary, pool, imap, note)
         canonical = range(first, 1 << m, 2)  # point 0 labelled 0; the complement has it 1
         if chunk is None:  # several chunks for every worker (the labelings are independent)
             chunk = max(1, min(CHUNK, len(canonical) // (16 * pool)))
         tasks = (
-            (points, depth, eps_q, list(canonical[i : i + chunk]), search, groups, rms)
-            for i in range(0, len(canonical), chunk)
+            (hdr, list(canonical[i : i + chunk]), search) for i in range(0, len(canonical), chunk)
         )
         start = time.perf_counter()
         pool = min(pool, max(-(-len(canonical) // chunk), 1))

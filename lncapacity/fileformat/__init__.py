@@ -71,19 +71,27 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import stat
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from flint import fmpq
 
-from .algebraic import Radical, RadicalProgram
-from .arith import format_rational, parse_rational, shown
-from .errors import InputError
-from .model import Affine, LNNet, Norm
+from ..algebraic import Radical, RadicalProgram
+from ..arith import MAX_DIGITS, format_rational, parse_rational, shown
+from ..errors import InputError
+from ..model import Affine, LNNet, Norm
+from .layout import dumps
+from .outputs import (
+    check_outputs,
+    check_writable,
+    output_target,
+    publish,
+    temporary,
+    write_all_atomic,
+    write_atomic,
+)
 
 FORMAT = "lnnet/1"
 FORMAT_1_1 = "lnnet/1.1"
@@ -108,8 +116,10 @@ __all__ = [
     "load",
     "output_target",
     "parse_json",
+    "publish",
     "read_vector",
     "save",
+    "temporary",
     "to_dict",
     "to_gadget",
     "write_all_atomic",
@@ -124,11 +134,11 @@ def to_dict(net: LNNet[fmpq]) -> dict[str, Any]:
     def num(x: Any) -> Any:
         return {"ref": refs[x.index]} if isinstance(x, Radical) else format_rational(x)
 
+    def numbers(xs: Sequence[Any]) -> list[Any]:
+        return list(map(format_rational, xs)) if radicals is None else [num(x) for x in xs]
+
     def affine(a: Affine[fmpq]) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "W": [[num(w) for w in row] for row in a.W],
-            "b": [num(v) for v in a.b],
-        }
+        d: dict[str, Any] = {"W": [numbers(row) for row in a.W], "b": numbers(a.b)}
         if a.meta:
             d["meta"] = dict(a.meta)
         return d
@@ -219,6 +229,12 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
         except ValueError as e:
             raise fail(where, str(e)) from None
 
+    def numbers(row: list[Any], where: str) -> tuple[fmpq, ...]:
+        """``number`` of each entry: a row of plain rationals in one match and at C speed."""
+        if _plain_numbers(row):
+            return tuple(map(fmpq, row))
+        return tuple(number(v, f"{where}[{j}]", True) for j, v in enumerate(row))
+
     def integer(key: str, limit: int) -> int:
         v = obj.get(key)
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
@@ -236,8 +252,8 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
         for i, row in enumerate(a["W"]):
             if not isinstance(row, list):
                 raise fail(f"{where}.W[{i}]", "must be a list")
-            rows.append(tuple(number(w, f"{where}.W[{i}][{j}]", True) for j, w in enumerate(row)))
-        b = tuple(number(v, f"{where}.b[{i}]", True) for i, v in enumerate(a["b"]))
+            rows.append(numbers(row, f"{where}.W[{i}]"))
+        b = numbers(a["b"], f"{where}.b")
         meta = a.get("meta", {})
         if not isinstance(meta, Mapping):
             raise fail(f"{where}.meta", "must be an object")
@@ -327,8 +343,8 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
     if len(layers) > MAX_DEPTH:
         raise fail("layers", f"{len(layers)} layers, beyond the limit of {MAX_DEPTH}")
     classes = obj.get("classes")
-    if isinstance(classes, list) and len(classes) > MAX_WIDTH:
-        raise fail("classes", f"{len(classes)} classes, beyond the limit of {MAX_WIDTH}")
+    if isinstance(classes, list) and len(classes) > MAX_CLASSES:
+        raise fail("classes", f"{len(classes)} classes, beyond the limit of {MAX_CLASSES}")
     if not isinstance(classes, list) or not all(
         isinstance(c, (int, str)) and not isinstance(c, bool) for c in classes
     ):
@@ -357,24 +373,24 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
         raise InputError(f"{source}: {e}") from None
 
 
-def dumps(obj: Any) -> str:
-    """Indented JSON with every innermost list (a row of numbers) on one line."""
-    text = json.dumps(obj, indent=1)
-    # JSON strings never hold a raw newline, so only layout whitespace is removed
-    text = _FLAT_LIST.sub(lambda m: _flatten(m.group(0)), text)
-    if isinstance(obj, Mapping) and "radicals" in obj:  # algebraic numbers on one line each
-        text = _FLAT_ALGEBRAIC.sub(lambda m: re.sub(r"\s*\n\s*", "", m.group(0)), text)
-        text = _FLAT_REFS.sub(lambda m: _flatten(m.group(0)), text)
-    return text + "\n"
+_RATIONALS = re.compile(r"-?[0-9]+(?:/0*[1-9][0-9]*)?(?:,-?[0-9]+(?:/0*[1-9][0-9]*)?)*")
+"""Numbers of the lnnet/1 grammar with a nonzero denominator, separated by commas."""
 
 
-def _flatten(block: str) -> str:
-    return re.sub(r"\n\s*(?=\])", "", re.sub(r",\n\s*", ", ", re.sub(r"\[\n\s*", "[", block)))
-
-
-_FLAT_LIST = re.compile(r"\[[^\[\]{}]*\]")
-_FLAT_ALGEBRAIC = re.compile(r'\{\s*"(?:add|sub|mul|div|sqrt|ref|root)": [^{}]*\}')
-_FLAT_REFS = re.compile(r'\[(?:[^\[\]{}]|\{"ref": [0-9]+\})*\]')
+def _plain_numbers(row: list[Any]) -> bool:
+    """Whether every entry of ``row`` is a string of the ``lnnet/1`` number grammar
+    (:func:`~lncapacity.arith.parse_rational`) within its digit limit and with a nonzero
+    denominator: what ``flint.fmpq`` then reads alike (it would also take spaces and
+    signed denominators, which this refuses)."""
+    try:
+        joined = ",".join(row)
+    except TypeError:  # not all strings
+        return False
+    return (
+        joined.count(",") == len(row) - 1  # no entry holds a comma
+        and _RATIONALS.fullmatch(joined) is not None
+        and (len(joined) <= MAX_DIGITS or max(map(len, row)) <= MAX_DIGITS)
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -491,15 +507,29 @@ def parse_json(text: str | bytes, source: str) -> Any:
         raise InputError(f"{source}: not JSON ({shown(str(e), 80)})") from None
 
 
-MAX_FILE_BYTES = 64 << 20
-"""Largest ``lnnet/1`` file :func:`load` reads (64 MiB; a depth-10,000 net takes about 3 MB)."""
+MAX_FILE_BYTES = 256 << 20
+"""Largest ``lnnet/1`` file :func:`load` reads (256 MiB; a depth-10,000 net takes about 3 MB,
+an LN-G net of depth 1 for a million points about 100 MB)."""
 
 MAX_DEPTH = 10_000
 """Most LayerNorm layers in a net that is read."""
 
 MAX_WIDTH = 1_000
-"""Largest width or number of classes of a net that is read (of a LayerNorm: with
-``requires: ["groups"]``, of each group)."""
+"""Largest width of a net that is read (of a LayerNorm: with ``requires: ["groups"]``, of each
+group); also its most classes (:data:`MAX_CLASSES`)."""
+
+MAX_CLASSES = MAX_WIDTH
+"""Most classes (readout rows) of a net: what a net file may hold.  Building or training for
+more is refused before any work (:func:`check_classes`)."""
+
+
+def check_classes(k: int) -> None:
+    """:class:`InputError` for more than :data:`MAX_CLASSES` classes."""
+    if k > MAX_CLASSES:
+        raise InputError(
+            f"{k:,} classes, beyond the limit of {MAX_CLASSES:,} (the readout rows a net may have)"
+        )
+
 
 MAX_GROUPED_WIDTH = 1_000_000
 """Largest width of a net read with ``requires: ["groups"]`` (LN-G layers, each group at most
@@ -513,8 +543,8 @@ not be read back)."""
 def load(path: str | os.PathLike[str]) -> LNNet[fmpq]:
     """Read an ``lnnet/1`` file; a missing, malformed or oversized file raises :class:`InputError`.
 
-    Limits: :data:`MAX_FILE_BYTES`, :data:`MAX_DEPTH`, :data:`MAX_WIDTH`, :data:`MAX_INPUT_DIM` and
-    :data:`lncapacity.arith.MAX_DIGITS` digits per number.
+    Limits: :data:`MAX_FILE_BYTES`, :data:`MAX_DEPTH`, :data:`MAX_WIDTH`, :data:`MAX_CLASSES`,
+    :data:`MAX_INPUT_DIM` and :data:`lncapacity.arith.MAX_DIGITS` digits per number.
     """
     p = Path(path)
     try:
@@ -531,150 +561,3 @@ def load(path: str | os.PathLike[str]) -> LNNet[fmpq]:
     except UnicodeDecodeError as e:
         raise InputError(f"{p}: cannot read: not UTF-8 ({e.reason})") from None
     return from_dict(parse_json(text, str(p)), str(p))
-
-
-def temporary(target: Path) -> tuple[int, str]:
-    """A new hidden temporary file beside ``target``, opened: ``(fd, name)``.
-
-    Its name, ``.NAME.HOST-PID.XXXXXXXX.tmp``, says which process on which machine writes it,
-    and those that a process of this machine no longer running left for the same ``target``
-    (a run killed by SIGKILL cannot remove its own) are removed first: a killed run's leftover
-    lasts until the next run that writes the same file.  Raises :class:`OSError`."""
-    prefix = f".{target.name}.{_HOST}-"
-    if os.name == "posix":  # os.kill(pid, 0) tests a pid here; on Windows it would kill
-        with os.scandir(target.parent) as entries:
-            for entry in entries:
-                pid = entry.name[len(prefix) :].partition(".")[0]
-                if entry.name.startswith(prefix) and entry.name.endswith(".tmp"):
-                    if pid.isdigit() and not _running(int(pid)):
-                        Path(entry.path).unlink(missing_ok=True)
-    return tempfile.mkstemp(dir=target.parent, prefix=f"{prefix}{os.getpid()}.", suffix=".tmp")
-
-
-_HOST = re.sub(r"[^A-Za-z0-9]", "_", socket.gethostname())[:64] or "host"
-"""This machine's name as temporary files carry it (letters and digits)."""
-
-
-def _running(pid: int) -> bool:
-    """Whether a process ``pid`` exists on this machine (POSIX)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # e.g. another user's process
-        return True
-    return True
-
-
-def publish(tmp: str, path: Path) -> None:
-    """Give a finished temporary file the usual permissions and rename it to ``path``."""
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600
-    os.replace(tmp, path)
-
-
-def output_target(path: str | os.PathLike[str]) -> Path:
-    """Where writing ``path`` puts the file: a symbolic link is followed to its target.
-
-    Outputs are written through links (the link stays a link; its target gets the
-    new content, atomically).  Raises :class:`InputError` for an empty name.
-    """
-    if not os.fspath(path):
-        raise InputError("an output file name is empty")
-    return Path(os.path.realpath(path))
-
-
-def check_writable(path: str | os.PathLike[str]) -> None:
-    """Raise :class:`InputError` now if ``path`` cannot be written later.
-
-    The target (see :func:`output_target`) must be a regular file or not exist
-    yet, in a writable folder: a FIFO, a device (``/dev/null``), a socket or a
-    folder is refused, never replaced by a regular file.
-    """
-    p = Path(path)
-    target = output_target(path)
-    folder = target.parent
-    try:
-        mode = target.stat().st_mode if os.path.lexists(target) else None
-    except OSError as e:
-        raise InputError(f"{p}: cannot write: {e.strerror}") from None
-    if mode is not None and stat.S_ISDIR(mode):
-        raise InputError(f"{p}: is a directory")
-    if mode is not None and not stat.S_ISREG(mode):
-        raise InputError(f"{p}: not a regular file (a FIFO, device or socket is never replaced)")
-    if not folder.is_dir():
-        raise InputError(f"{p}: no such folder {str(p.parent or '.')!r}")
-    if not os.access(folder, os.W_OK):
-        raise InputError(f"{p}: folder not writable")
-
-
-def check_outputs(
-    outputs: Mapping[str, str | os.PathLike[str] | None],
-    inputs: Sequence[str | os.PathLike[str]] = (),
-) -> None:
-    """Before any work: every output writable, none the same file as an input or another output.
-
-    ``outputs`` maps an option name (``"--out"``) to its path (``None``: not asked
-    for).  Sameness is by the file itself (:func:`os.path.samefile`: links and
-    hard links included) and by the resolved name (for files not written yet).
-    Raises :class:`InputError` (one line) for the first problem.
-    """
-    seen: dict[Path, str] = {}
-    for option, path in outputs.items():
-        if path is None:
-            continue
-        if not os.fspath(path):
-            raise InputError(f"{option}: the file name is empty")
-        check_writable(path)
-        target = output_target(path)
-        for name in inputs:
-            if _same_file(target, name):
-                raise InputError(f"{option} {path}: is the input {name}; it would be overwritten")
-        if target in seen:
-            raise InputError(f"{seen[target]} and {option} name the same file {path}")
-        seen[target] = option
-
-
-def _same_file(target: Path, other: str | os.PathLike[str]) -> bool:
-    if target == Path(os.path.realpath(other)):
-        return True
-    try:
-        return os.path.samefile(target, other)
-    except OSError:  # one of them does not exist (yet)
-        return False
-
-
-def write_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same folder and a rename."""
-    write_all_atomic([(path, text)])
-
-
-def write_all_atomic(files: Sequence[tuple[str | os.PathLike[str], str | bytes]]) -> None:
-    """Write several files so that either all of them appear or none does.
-
-    Each goes to a temporary file in its own folder first; only when every one
-    is complete are they renamed into place.  A path that is a symbolic link is
-    written through (its target is replaced; the link stays).  ``str`` contents
-    are written as UTF-8 text, ``bytes`` as they are.
-    """
-    done: list[tuple[str, Path]] = []
-    p = Path(".")
-    try:
-        for path, text in files:
-            p = output_target(path)  # through a symbolic link, to its target
-            fd, tmp = temporary(p)
-            done.append((tmp, p))
-            if isinstance(text, bytes):
-                with os.fdopen(fd, "wb") as fb:
-                    fb.write(text)
-            else:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    f.write(text)
-        for tmp, p in done:
-            publish(tmp, p)
-    except OSError as e:
-        raise InputError(f"{p}: cannot write: {e.strerror}") from None
-    finally:
-        for tmp, _ in done:
-            Path(tmp).unlink(missing_ok=True)

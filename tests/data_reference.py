@@ -1,4 +1,9 @@
-"""Labeled point sets: loading and validation, with exact coordinates.
+"""The point-set reader of lncapacity before its bulk reader (commit d465ddd), verbatim but for
+the imports and its ``.npy`` and ``.npz`` file readers (which the bulk reader did not change):
+the reference the tests compare :mod:`lncapacity.data` with (the same point sets, the same
+messages).
+
+Labeled point sets: loading and validation, with exact coordinates.
 
 :func:`load_points` reads ``.csv``, ``.npy`` and ``.npz`` files;
 :func:`points_from_arrays` takes array-likes (the Python and scikit-learn
@@ -19,9 +24,6 @@ import io
 import math
 import os
 import re
-import tokenize
-import zipfile
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -32,9 +34,9 @@ from typing import Any
 import numpy as np
 from flint import fmpq
 
-from .arith import exact, to_float
-from .errors import InputError
-from .model import Label
+from lncapacity.arith import exact, to_float
+from lncapacity.errors import InputError
+from lncapacity.model import Label
 
 __all__ = ["Label", "PointSet", "load_points", "points_from_arrays"]
 
@@ -43,11 +45,6 @@ _SHOWN = 5  # at most this many lines/rows/columns are named in one message
 _INT_LABEL = re.compile(r"[+-]?[0-9]{1,4000}")  # int() refuses more than 4300 digits
 """Integer literals (ASCII digits): in files, labels that all are one are read as ints."""
 _NUMERIC = "biuf"  # numpy dtype kinds accepted as coordinates (bools count as 0/1)
-
-MAX_ARRAY_BYTES = 16 * 2**20
-"""The largest array of an ``.npy`` or ``.npz`` input, in bytes after decompression, checked
-from its header before it is read: 2 million float64 numbers (a million points in the plane),
-about 5 s and 0.5 GB as exact points, like a CSV of that size."""
 
 
 @dataclass(frozen=True)
@@ -103,15 +100,12 @@ class PointSet:
 
 
 def load_points(path: str | os.PathLike[str]) -> PointSet:
-    """Load a labeled point set from a ``.csv``, ``.npy`` or ``.npz`` file.
+    """Load a labeled point set from a ``.csv`` file.
 
     * CSV: a header row; the column named ``label`` (any case) holds the labels,
       every other column is a feature, in order.  Labels become ``int`` when
       every one is an integer literal, otherwise they all stay ``str``.  The
       quoting is strict (an unclosed quote is an error).
-    * ``.npy``: a 2-D numeric array whose last column is the label.
-    * ``.npz``: a 2-D numeric array ``X`` and a 1-D label array ``y``; string
-      labels follow the CSV rule (all integer literals: ints).
 
     Raises :class:`InputError` (one line, naming the file and the offending
     lines or rows) for anything unreadable, malformed or ambiguous.
@@ -128,10 +122,6 @@ def load_points(path: str | os.PathLike[str]) -> PointSet:
     suffix = p.suffix.lower()
     if suffix == ".csv":
         return _load_csv(p, name)
-    if suffix == ".npy":
-        return _load_npy(p, name)
-    if suffix == ".npz":
-        return _load_npz(p, name)
     kind = f"'{p.suffix}'" if p.suffix else "(no suffix)"
     raise _err(name, f"unsupported file type {kind}; expected .csv, .npy or .npz")
 
@@ -308,134 +298,6 @@ def _parse_value(t: str) -> fmpq:
     except (ValueError, OverflowError):
         finite = True
     raise ValueError(f"{'non-numeric' if finite else 'non-finite'} value {_show(t)}")
-
-
-# ---------------------------------------------------------------------------
-# numpy files
-
-
-def _np_open(path: Path, name: str) -> io.BufferedReader:
-    try:
-        return path.open("rb")
-    except OSError as e:
-        raise _err(name, f"cannot read ({e.strerror or e})") from None
-
-
-# what NumPy's reader raises on a damaged file (its header is parsed as a Python literal)
-_BAD_NPY = (
-    ValueError,
-    OSError,
-    EOFError,
-    SyntaxError,
-    TypeError,
-    KeyError,
-    RecursionError,
-    tokenize.TokenError,
-    zipfile.BadZipFile,
-    zlib.error,
-)
-
-
-def _npy_header_fits(f: Any, available: int, name: str, npz: bool = False) -> None:
-    """Refuse, before anything is allocated, an ``.npy`` header whose array is bigger than the
-    ``available`` bytes that follow it (a header claiming 10^12 rows in a small file) or than
-    :data:`MAX_ARRAY_BYTES` (an archive member that inflates to millions of rows)."""
-    start = f.tell()
-    try:
-        version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            shape, _, dtype = np.lib.format.read_array_header_1_0(f)
-        else:
-            shape, _, dtype = np.lib.format.read_array_header_2_0(f)
-    except _BAD_NPY:
-        raise _err(name, "not a valid .npy file") from None
-    count = math.prod(shape)
-    need = count * dtype.itemsize
-    if dtype.hasobject:
-        raise InputError(f"{name} {_OBJECTS}" if npz else f"{name}: {_OBJECTS}")
-    if need > available - (f.tell() - start):
-        raise _err(
-            name,
-            f"the .npy header claims shape {tuple(shape)} ({need} bytes) but the file holds "
-            f"only {max(available - (f.tell() - start), 0)} bytes of data",
-        )
-    if need > MAX_ARRAY_BYTES:  # before inflating: a few KB of zeros can deflate to gigabytes
-        raise _err(
-            name,
-            f"the array has shape {tuple(shape)} ({need:,} bytes), beyond the limit of "
-            f"{MAX_ARRAY_BYTES:,} bytes for an array read as points",
-        )
-    f.seek(start)
-
-
-def _np_load(f: io.BufferedReader, name: str, kind: str) -> Any:
-    if kind == ".npy":
-        try:
-            size = os.fstat(f.fileno()).st_size
-        except OSError as e:
-            raise _err(name, f"cannot read ({e.strerror or e})") from None
-        if f.read(6) == b"\x93NUMPY":
-            f.seek(0)
-            _npy_header_fits(f, size, name)
-        f.seek(0)
-    try:
-        return np.load(f, allow_pickle=False)
-    except _BAD_NPY as e:
-        if "Object arrays" in str(e):
-            raise _err(name, _OBJECTS) from None
-        raise _err(name, f"not a valid {kind} file") from None
-
-
-_OBJECTS = "holds Python objects (an object array), which are not loaded; save numbers"
-
-
-def _load_npy(path: Path, name: str) -> PointSet:
-    with _np_open(path, name) as f:
-        arr = _np_load(f, name, ".npy")
-        if not isinstance(arr, np.ndarray):
-            arr.close()
-            raise _err(name, "is an .npz archive, not a .npy array")
-    if arr.dtype.names is not None:
-        raise _err(name, "holds a structured array; save a plain 2-D numeric array")
-    if arr.dtype.kind not in _NUMERIC:
-        raise _err(name, f"expected a numeric array, got dtype {arr.dtype}")
-    if arr.ndim != 2:
-        raise _err(name, f"expected a 2-D array (features, then labels), got shape {arr.shape}")
-    if arr.shape[1] < 2:
-        n = _plural(arr.shape[1], "column")
-        raise _err(name, f"expected at least 2 columns (features, then labels), got {n}")
-    return _from_arrays(arr[:, :-1], arr[:, -1], name, name)
-
-
-def _load_npz(path: Path, name: str) -> PointSet:
-    with _np_open(path, name) as f:
-        z = _np_load(f, name, ".npz")
-        if isinstance(z, np.ndarray):
-            raise _err(name, "is a .npy array, not an .npz archive")
-        with z:
-            missing = [k for k in ("X", "y") if k not in z.files]
-            if missing:
-                found = _enum([repr(k) for k in z.files]) if z.files else "none"
-                what = " and ".join(repr(k) for k in missing)
-                raise _err(name, f"missing array {what}; found {found}")
-            X, y = (_npz_get(z, k, name) for k in ("X", "y"))
-    return _from_arrays(X, y, name, name, text_labels=True)
-
-
-def _npz_get(z: Any, key: str, name: str) -> np.ndarray:
-    try:
-        info = z.zip.getinfo(f"{key}.npy")
-        with z.zip.open(info) as member:
-            _npy_header_fits(member, info.file_size, f"{name}: array {key!r}", npz=True)
-        return np.asarray(z[key])
-    except InputError:
-        raise
-    except ValueError as e:
-        if "Object arrays" in str(e):
-            raise _err(name, f"array {key!r} {_OBJECTS}") from None
-        raise _err(name, f"array {key!r} is not a valid array") from None
-    except _BAD_NPY:
-        raise _err(name, f"array {key!r} is not a valid array") from None
 
 
 # ---------------------------------------------------------------------------
