@@ -1,15 +1,18 @@
-"""The capacity table of issue 30 (part 4): LN against LN-G on random labels, certified.
+"""The capacity table: LN against LN-G (and their RMSNorm twins) on random labels, certified.
 
 For m standard normal points in R^3 with k uniformly random labels (``lncapacity capacity``'s
 sets: ``theory.capacity.random_labels``), one row per architecture: the width-3 LN-Net
 (``ln3``, the default construction) and LN-G at depth 1, 2, 3 (``build(arch="ln-g",
-depth=d)``; a depth not built yet shows as such), each built and certified by
+depth=d)``; a depth not built yet shows as such), and the RMSNorm twin of each (``rms``,
+width 2; ``rms-g``, groups of 2; proofs/rmsnorm.md), each built and certified by
 ``lncapacity.certify``: depth, total width, groups, parameters, certified points, build +
-certify time. Per (m, k): the counting lower bound on 64-bit parameters and the train accuracy
-of a least-squares linear model; with ``--train``, Adam's train accuracy on the same
-architectures (``lncapacity.train``, when installed; a float measurement, never a
-certificate). Then, per m, the rank of each layer's LayerNorm output of untrained width-64
-nets, LN against LN-G with 16 groups of 4, depth 1 to 6 (proved ranks: proofs/ln_rank.md).
+certify time (a twin's: rounding the LayerNorm net's twin, and certifying it). Per (m, k):
+the counting lower bound on 64-bit parameters and the train accuracy of a least-squares
+linear model; with ``--train``, Adam's train accuracy on the same architectures and on
+LayerNorm, RMSNorm, GroupNorm and RMSNorm in groups of equal parameter count
+(``lncapacity.train``, when installed; a float measurement, never a certificate). Then, per
+m, the rank of each layer's LayerNorm output of untrained width-64 nets, LN against LN-G with
+16 groups of 4, depth 1 to 6 (proved ranks: proofs/ln_rank.md).
 
     python benchmarks/bench_capacity.py                              # m = 100, 1000
     python benchmarks/bench_capacity.py --sizes 100 1000 10000 \\
@@ -38,6 +41,15 @@ def out(text: str = "") -> None:
     MD.add(text)
 
 
+NAMES = {
+    "ln3": "ln3",
+    "ln-g": "ln-g, depth {depth}",
+    "rms": "rms (width 2)",
+    "rms-g": "rms-g, depth {depth}",
+}
+"""A row's name in the table, by its architecture."""
+
+
 def cell(v: object) -> str:
     return "-" if v is None else str(v)
 
@@ -48,7 +60,9 @@ def net_rows(summary: dict, k: int, train: bool, skipped: str | None) -> None:
     if skipped:
         out(f"| {m:,} | {k} | ln3 | skipped: {skipped} | | | | | | |")
     for n in r["nets"]:
-        arch = "ln3" if n["arch"] == "ln3" else f"ln-g, depth {n['depth']}"
+        if skipped and n["arch"] == "rms-g" and n["depth"] == 1:  # ln3 skipped: its twin too
+            out(f"| {m:,} | {k} | {NAMES['rms']} | skipped: the twin of ln3 | | | | | | |")
+        arch = NAMES[n["arch"]].format(depth=n["depth"])
         acc = n.get("train_accuracy")
         trained = f"{acc:.3f} (Adam)" if acc is not None else n.get("train_note", "not run")
         if n["status"] == "not built":
@@ -65,6 +79,12 @@ def net_rows(summary: dict, k: int, train: bool, skipped: str | None) -> None:
     out(f"| {m:,} | {k} | counting bound | | | | >= {r['counting_bound']} | | | |")
     linear = f"{r['linear_train_accuracy']:.3f}"
     out(f"| {m:,} | {k} | linear (least squares) | | | | {(3 + 1) * k} | | | {linear} |")
+    for e in r.get("equal_parameters", []):  # --train: Adam at equal parameter count
+        acc = e["train_accuracy"]
+        name = f"Adam: {e['norm']} (width {e['width']}, {e['groups']} groups)"
+        shown = f"{acc:.3f}" if acc is not None else e.get("note", "")
+        params = cell(e.get("parameters"))
+        out(f"| {m:,} | {k} | {name} | {e['depth']} | | | {params} | | | {shown} |")
 
 
 def main() -> None:
@@ -78,7 +98,7 @@ def main() -> None:
     add_option(ap)
     args = ap.parse_args()
     MD.path = args.markdown
-    out("### Certified nets for random labels: LN (width 3) against LN-G")
+    out("### Certified nets for random labels: LN (width 3) against LN-G, and RMSNorm")
     out()
     out(
         f"Random points in R^3, uniformly random labels (seed {args.seed}); time = build + "
@@ -86,8 +106,10 @@ def main() -> None:
         "Width and groups are totals over the layers; parameters count every weight and bias. "
         "The counting bound (proofs/ln_rank.md, Proposition 4) is the fewest 64-bit "
         "parameters an architecture memorising every labeling can have; the linear model's "
-        "parameters are `(d + 1) k`. Train accuracies are float measurements, never "
-        "certificates."
+        "parameters are `(d + 1) k`. The rms rows are the RMSNorm twins of the ln3 and ln-g "
+        "nets (width 2, groups of 2: proofs/rmsnorm.md), rounded to rationals and certified "
+        "on their own; their time is the rounding and the certificate. Train accuracies are "
+        "float measurements, never certificates."
     )
     out()
     out(

@@ -154,7 +154,7 @@ def one_target(m: int, k: int, floats_up_to: int) -> dict:
     out["groups"], out["width"] = net.meta["groups"], net.widths[0]
     cert = phase("certify", lambda: lncapacity.certify(net, points))
     out["certified"], out["margin"] = cert.certified, cert.min_margin
-    backends = [b for b in floats.BACKENDS if floats.have_torch() or not b.startswith("torch")]
+    backends = floats.available_backends()  # the CUDA ones only where a device is
     for backend in backends if m * net.widths[0] <= floats_up_to else []:
         z = phase(backend, lambda b=backend: floats.forward(net, points, b))
         out[backend + " right"] = right(z, net, points.y)

@@ -6,7 +6,8 @@
 
 Tables 1 and 2: width-3 LN-Nets, ``L = 1..8``, ``d = 1, 2, 3``, with ``eps = 0`` and with
 ``eps > 0`` (every ``eps > 0`` gives the same bounds): the best lower bound (a theorem or a
-shipped certificate) and the best upper bound, each with its source.  Table 3: LN-G nets with
+shipped certificate) and the best upper bound, each with its source.  Table 3: width-2 RMSNorm
+nets (the same bounds, by the correspondence of proofs/rmsnorm.md).  Table 4: LN-G nets with
 ``g`` groups of 3 on a line (any ``eps``).  ``--rates N``: for the rows that would push the
 certified lower bounds next (plane ``L = 4`` with 16 points, line ``L = 4`` with 15, plane
 ``L = 2`` with 14), ``N`` random pairs of labelings are built (the sector construction in the
@@ -57,6 +58,21 @@ def sandwich_tables(depths: list[int], groups: list[int]) -> None:
         "\nWith eps > 0 the lower bounds are those of eps = 0 (a net that classifies finitely "
         "many points with eps = 0 still does with a small eps, and every eps > 0 is the same "
         "class: `proofs/sector_theorem.md`, section 7); the sector count holds for eps = 0 only."
+    )
+    out("\n## VC dimension of width-2 RMSNorm nets (eps = 0): lower / upper bound, with sources\n")
+    out("| L | d = 1 | d = 2 | d = 3 |")
+    out("|---|---|---|---|")
+    for L in depths:
+        cells = []
+        for d in (1, 2, 3):
+            s = sandwich("rms", L, d)
+            cells.append(f"{_cell(s.lower)} .. {_cell(s.upper)}")
+        out(f"| {L} | " + " | ".join(cells) + " |")
+    out(
+        "\nThe width-3 LN-Net's bounds, every one, by the correspondence (`proofs/rmsnorm.md`, "
+        "Corollary 2: width-2 RMSNorm nets compute the same functions, RMSNorm's eps 3/2 of "
+        "LayerNorm's); so are RMSNorm nets in groups of 2 (`vc --arch rms-g`) the LN-G "
+        "nets' below (Corollary 3)."
     )
     out("\n## VC dimension of LN-G nets, g groups of 3 per layer, on a line (any eps)\n")
     out("| g | L = 1 | L = 2 | L = 3 |")

@@ -13,7 +13,7 @@ Writes PNG files to ``docs/_static/figures/`` (committed; the build does not run
   ``runs`` on 140 alternating points, against float64's and float32's resolution, from
   :func:`lncapacity.explain.explain` (ball arithmetic);
 * ``capacity.png`` (capacity): the parameters of each certified net against ``m``, read
-  from ``docs/tables/capacity.md``, with the counting bound.
+  from ``docs/tables/capacity.md``, each with its RMSNorm twin, and the counting bound.
 
 Every figure is a picture of exact, certified nets; the data are fixed, so a rerun draws
 the same pictures.
@@ -87,8 +87,16 @@ def float_gap() -> None:
         plt.close(fig)
 
 
+TWINS = {"ln3": "rms (width 2)", "ln-g": "rms-g"}
+"""The capacity table's RMSNorm row of each LayerNorm row (``ln-g, depth d``: ``rms-g, depth
+d``)."""
+
+
 def capacity() -> None:
+    """Parameters against ``m``, each LayerNorm net with its RMSNorm twin (same colour, dotted,
+    open squares: two features a group where LayerNorm has three)."""
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     rows: dict[tuple[int, str], list[tuple[int, int]]] = {}
     table = (ROOT / "docs" / "tables" / "capacity.md").read_text(encoding="utf-8")
@@ -103,15 +111,21 @@ def capacity() -> None:
     with plt.rc_context(SLIDE):
         fig, axes = plt.subplots(1, 2, figsize=(8.5, 4.3), layout="constrained", sharey=True)
         for ax, k in zip(axes, (2, 10), strict=True):
-            nets = [n for kk, n in rows if kk == k]
+            nets = [n for kk, n in rows if kk == k and not n.startswith("rms")]
             for colour, net in zip(OKABE_ITO, nets, strict=False):
                 ms, ps = zip(*sorted(rows[k, net]), strict=True)
                 style = {"linestyle": "--"} if net == "counting bound" else {"marker": "o"}
                 ax.loglog(ms, ps, color=colour, label=net, **style)
+                twin = TWINS.get(net.split(",")[0], "") + net[len(net.split(",")[0]) :]
+                if (k, twin) in rows:  # its RMSNorm twin: the same colour, open squares
+                    ms, ps = zip(*sorted(rows[k, twin]), strict=True)
+                    ax.loglog(ms, ps, color=colour, marker="s", mfc="none", linestyle=":")
             ax.set(title=f"{k} classes", xlabel="points m (random labels in R^3)")
         axes[0].set_ylabel("parameters of the certified net")
         handles, labels = axes[1].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=10)
+        handles.append(Line2D([], [], color="0.3", marker="s", mfc="none", linestyle=":"))
+        labels.append("its RMSNorm twin")
+        fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=10)
         save(fig, "capacity.png")
         plt.close(fig)
 

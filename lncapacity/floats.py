@@ -9,8 +9,17 @@ point, with every weight rounded to the backend's precision:
   :func:`to_torch` gives it (``torch.nn.Linear`` for each affine map,
   ``torch.nn.LayerNorm(n_l, eps)`` for each LayerNorm, with the layer's gain
   and bias if it has them; ``torch.nn.GroupNorm(g, n_l, eps)`` for an LN-G layer
-  of ``g`` groups, which on ``(batch, n_l)`` inputs is exactly LN-G), available
-  when ``import torch`` works.
+  of ``g`` groups, which on ``(batch, n_l)`` inputs is exactly LN-G;
+  ``torch.nn.RMSNorm(n_l, eps)`` for an RMSNorm layer, and
+  :class:`lncapacity.parallel_norm.ParallelLN` for one in groups or with a bias), available
+  when ``import torch`` works;
+* ``"torch-cuda-float32"``, ``"torch-cuda-tf32"``, ``"torch-cuda-bfloat16"``: the same modules
+  on a CUDA device, in float32 with TF32 matrix products off, on
+  (``torch.backends.cuda.matmul.allow_tf32``), and under ``torch.autocast`` to bfloat16 (its
+  matrix products in bfloat16, its normalisations in float32, the scores bfloat16):
+  what a certified net meets on a GPU.  Available where ``torch.cuda.is_available()``; elsewhere
+  :func:`unavailable` says why, :func:`available_backends` leaves them out, and running one
+  is an :class:`~lncapacity.errors.InputError` saying so.
 
 Overflow or NaN in a forward pass makes the affected points wrong (a NaN or
 infinite score is not the net's value) and raises no warning, NumPy's or
@@ -46,8 +55,16 @@ if TYPE_CHECKING:  # pragma: no cover
 DTYPES = {"float64": np.float64, "float32": np.float32}
 """The NumPy backends: name -> dtype.  Their names are the precisions themselves."""
 
-TORCH_BACKENDS = {"torch-float64": "float64", "torch-float32": "float32"}
-"""The PyTorch backends: name -> precision."""
+CUDA_BACKENDS = {
+    "torch-cuda-float32": "float32",
+    "torch-cuda-tf32": "float32",
+    "torch-cuda-bfloat16": "bfloat16",
+}
+"""The PyTorch backends on a CUDA device: name -> precision of the scores (TF32 rounds the
+products' inputs to 10-bit mantissas, bfloat16 autocast to 8 bits)."""
+
+TORCH_BACKENDS = {"torch-float64": "float64", "torch-float32": "float32", **CUDA_BACKENDS}
+"""The PyTorch backends (on the CPU, then on CUDA): name -> precision."""
 
 BACKENDS = (*DTYPES, *TORCH_BACKENDS)
 """Every backend name, whether or not PyTorch is installed here."""
@@ -89,12 +106,25 @@ def have_torch() -> bool:
 
 
 def available_backends() -> tuple[str, ...]:
-    """The backends this machine can run: the NumPy ones, and the PyTorch ones if torch imports."""
-    return BACKENDS if have_torch() else tuple(DTYPES)
+    """The backends this machine can run: the NumPy ones, the PyTorch ones if torch imports,
+    and the CUDA ones if a CUDA device is there too."""
+    return tuple(b for b in BACKENDS if unavailable(b) is None)
+
+
+def unavailable(backend: str) -> str | None:
+    """Why ``backend`` cannot run here (PyTorch not installed, no CUDA device), or None."""
+    _check_backend(backend)
+    if backend in DTYPES:
+        return None
+    if not have_torch():
+        return "PyTorch is not installed"
+    if backend in CUDA_BACKENDS and not import_torch().cuda.is_available():
+        return "no CUDA device here: torch.cuda.is_available() is False"
+    return None
 
 
 def precision(backend: str) -> str:
-    """``"float64"`` or ``"float32"``: the dtype ``backend`` computes in."""
+    """``"float64"``, ``"float32"`` or ``"bfloat16"``: the dtype of ``backend``'s scores."""
     _check_backend(backend)
     return TORCH_BACKENDS.get(backend, backend)
 
@@ -116,23 +146,24 @@ def affine_arrays(a: Affine[Any], dt: type = np.float64) -> tuple[np.ndarray, np
     return W.reshape(a.shape), _vector(a.b, dt)
 
 
-Layer = tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, int]
-"""A layer's ``(W, b, gain, bias, groups)`` in floats (:func:`layer_arrays`)."""
+Layer = tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, int, bool]
+"""A layer's ``(W, b, gain, bias, groups, centre)`` in floats (:func:`layer_arrays`)."""
 
 
 def layer_arrays(net: LNNet[Any], i: int, dt: type = np.float64) -> Layer:
     """Layer ``i``'s (0-based) weights and bias, its LayerNorm's gain and bias (None
-    where absent), in ``dt``, and its number of groups (1: LayerNorm)."""
+    where absent), in ``dt``, its number of groups (1: LayerNorm) and whether it centres
+    (False: RMSNorm)."""
     norm = net.norm(i)
     gain, bias = (None if v is None else _vector(v, dt) for v in (norm.gain, norm.bias))
-    return (*affine_arrays(net.layers[i], dt), gain, bias, norm.groups)
+    return (*affine_arrays(net.layers[i], dt), gain, bias, norm.groups, not norm.rms)
 
 
 def run_layer(h: np.ndarray, layer: Layer, eps: Any) -> np.ndarray:
-    """One layer as the NumPy backends run it: ``LN(W h + b)`` (in groups for LN-G), then
-    the gain and the bias."""
-    W, b, gain, bias, groups = layer
-    h = layer_norm(product(h, W) + b, eps, groups)
+    """One layer as the NumPy backends run it: ``LN(W h + b)`` (in groups for LN-G; RMSNorm
+    when it does not centre), then the gain and the bias."""
+    W, b, gain, bias, groups, centre = layer
+    h = layer_norm(product(h, W) + b, eps, groups, centre)
     if gain is not None:
         h = h * gain
     if bias is not None:
@@ -164,7 +195,11 @@ def torch_sequential(net: LNNet[Any], dtype: str, finite: bool = True) -> torch.
     set as the layer's :class:`~lncapacity.model.Norm` has them; an LN-G layer of ``g``
     groups by ``torch.nn.GroupNorm(g, n_l, eps=float(net.eps))`` (``affine`` when the layer
     has a gain or a bias; a missing gain is written as ones, a missing bias as
-    ``bias=False`` where this PyTorch's GroupNorm takes it, else as zeros).  The weights are
+    ``bias=False`` where this PyTorch's GroupNorm takes it, else as zeros); an RMSNorm layer
+    by ``torch.nn.RMSNorm(n_l, eps=float(net.eps))`` (``elementwise_affine`` when it has a
+    gain), or, in ``g`` groups or with a bias, by
+    :class:`~lncapacity.parallel_norm.ParallelLN` ``(n_l, n_l / g, eps, centering=False)``
+    (``affine`` as GroupNorm's).  The weights are
     the exact ones rounded to float64 and then to ``dtype``; on the CPU, in eval mode, without
     gradients; the global random state is left untouched.  A weight or ``eps`` beyond the
     range of ``dtype`` is an :class:`InputError` naming it (``finite=False``: it becomes
@@ -197,7 +232,26 @@ def torch_sequential(net: LNNet[Any], dtype: str, finite: bool = True) -> torch.
                     gn.bias.copy_(tensor(norm.bias or [0] * n, f"{where}.ln.bias"))
         return gn
 
+    def rms_norm(n: int, norm: Norm[Any], where: str) -> torch.nn.Module:
+        affine = not norm.is_identity
+        if norm.groups == 1 and norm.bias is None:
+            rms = nn.RMSNorm(n, eps=eps, elementwise_affine=affine, dtype=tdt)
+            if affine:
+                with torch.no_grad():
+                    rms.weight.copy_(tensor(norm.gain, f"{where}.ln.gain"))
+            return rms
+        from .parallel_norm import ParallelLN
+
+        pls = ParallelLN(n, n // norm.groups, eps, centering=False, affine=affine, dtype=tdt)
+        if affine:
+            with torch.no_grad():
+                pls.weight.copy_(tensor(norm.gain or [1] * n, f"{where}.ln.gain")[None, :])
+                pls.bias.copy_(tensor(norm.bias or [0] * n, f"{where}.ln.bias")[None, :])
+        return pls
+
     def layer_norm(n: int, norm: Norm[Any], where: str) -> torch.nn.Module:
+        if norm.rms:
+            return rms_norm(n, norm, where)
         if norm.groups != 1:
             return group_norm(n, norm, where)
         affine = not norm.is_identity
@@ -274,6 +328,8 @@ def forward(
     if h.ndim != 2 or h.shape[1] != net.input_dim:
         raise InputError(f"expected an array of shape (m, {net.input_dim}), got {h.shape}")
     rows = max(1, FLOAT_CHUNK // max((net.input_dim, *net.widths)))
+    if backend in CUDA_BACKENDS:
+        return _forward_cuda(net, h, backend, rows)
     if backend in TORCH_BACKENDS:
         return _forward_torch(net, h, TORCH_BACKENDS[backend], rows)
     dt = DTYPES[backend]
@@ -341,24 +397,29 @@ def _predict(net: LNNet[Any], X: Any, backend: str) -> np.ndarray:
 register_predictor("float", _predict)
 
 
-def layer_norm(Y: np.ndarray, eps: Any, groups: int = 1) -> np.ndarray:
+def layer_norm(Y: np.ndarray, eps: Any, groups: int = 1, centre: bool = True) -> np.ndarray:
     """LayerNorm over the last axis of ``Y`` as the NumPy backends compute it (biased
     variance, ``eps`` inside the square root), in ``Y``'s dtype; with ``groups > 1``
     (LN-G) over each of ``groups`` contiguous groups of the last axis, each group's mean and
-    variance summed left to right (NumPy's reductions over many short groups are slow)."""
+    variance summed left to right (NumPy's reductions over many short groups are slow).
+    ``centre=False``: RMSNorm, ``Y / sqrt(mean(Y^2) + eps)`` (in each group)."""
     if groups != 1:  # each group's sums left to right, vectorised over points and groups
         shape = Y.shape
         k = shape[-1] // groups
         Z = Y.reshape(*shape[:-1], groups, k)
-        total = Z[..., 0].copy()
-        for j in range(1, k):
-            total += Z[..., j]
-        C = Z - (total / k)[..., None]
+        if centre:
+            total = Z[..., 0].copy()
+            for j in range(1, k):
+                total += Z[..., j]
+            C = Z - (total / k)[..., None]
+        else:
+            C = Z
         sq = C[..., 0] * C[..., 0]
         for j in range(1, k):
             sq += C[..., j] * C[..., j]
         return (C / np.sqrt(sq / k + eps)[..., None]).reshape(shape)
-    Y = Y - Y.mean(axis=-1, keepdims=True)
+    if centre:
+        Y = Y - Y.mean(axis=-1, keepdims=True)
     return Y / np.sqrt((Y * Y).mean(axis=-1, keepdims=True) + eps)
 
 
@@ -380,6 +441,48 @@ def _forward_torch(net: LNNet[Any], h: np.ndarray, dtype: str, rows: int) -> np.
                     part = torch.from_numpy(h[start : start + rows].astype(DTYPES[dtype]))
                     out[start : start + rows] = model(part).numpy()
             return out
+
+
+def _forward_cuda(net: LNNet[Any], h: np.ndarray, backend: str, rows: int) -> np.ndarray:
+    """The scores by PyTorch's modules (float32) on a CUDA device, as ``backend`` says: TF32
+    matrix products off or on, or bfloat16 autocast; returned as float32."""
+    if (why := unavailable(backend)) is not None:
+        raise InputError(f"{backend}: {why}")
+    torch = import_torch()
+    matmul = torch.backends.cuda.matmul
+    before = matmul.allow_tf32
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = to_torch(net, "float32", finite=False).to("cuda")
+        out = np.empty((len(h), len(net.classes)), dtype=np.float32)
+        bf16 = backend == "torch-cuda-bfloat16"
+        try:
+            matmul.allow_tf32 = backend == "torch-cuda-tf32"
+            with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+                for start in range(0, len(h), rows):
+                    part = torch.from_numpy(h[start : start + rows].astype(np.float32))
+                    z = model(part.to("cuda"))
+                    out[start : start + rows] = z.float().cpu().numpy()
+        finally:
+            matmul.allow_tf32 = before
+    return out
+
+
+BFLOAT16_SPACING = 2.0**16
+"""bfloat16 has 8 significant bits, float32 24: its spacing is float32's times ``2^16``."""
+
+
+def spacing(values: np.ndarray, dtype: str) -> np.ndarray:
+    """The spacing of the floats of ``dtype`` in the binade of each of ``values`` (``>= 0``,
+    float64): ``np.spacing`` at the value rounded down to ``dtype`` (so never coarser than the
+    value's own), capped at the largest float; bfloat16, which NumPy lacks, by float32's
+    times :data:`BFLOAT16_SPACING` (the same exponents)."""
+    base = np.float32 if dtype == "bfloat16" else np.dtype(dtype).type
+    mag = np.minimum(values, np.finfo(base).max)
+    low = mag.astype(base)
+    low = np.where(low > mag, np.nextafter(low, np.zeros_like(low)), low)
+    ulp = np.spacing(low).astype(np.float64)
+    return ulp * BFLOAT16_SPACING if dtype == "bfloat16" else ulp
 
 
 @dataclass(frozen=True)
@@ -407,7 +510,7 @@ class FloatCheck:
 
     @property
     def dtype(self) -> str:
-        """``"float64"`` or ``"float32"``: the precision of the backend."""
+        """``"float64"``, ``"float32"`` or ``"bfloat16"``: the precision of the backend."""
         return precision(self.backend)
 
     @property
@@ -483,10 +586,7 @@ def ulp_disagreement(
         with np.errstate(all="ignore"):
             # |t| at its least over the enclosure: the ulp is never coarser than t's own
             least = np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(np.abs(lo), np.abs(hi)))
-            mag = np.minimum(np.maximum(np.abs(zz), least).max(axis=1), np.finfo(dtype).max)
-            low = mag.astype(dtype)  # rounded down, so that its binade is mag's
-            low = np.where(low > mag, np.nextafter(low, np.zeros_like(low)), low)
-            ulp = np.spacing(low).astype(np.float64)[:, None]
+            ulp = spacing(np.maximum(np.abs(zz), least).max(axis=1), dtype)[:, None]
             err = np.maximum(_distance_up(zz, lo), _distance_up(zz, hi)) / ulp
         return np.where(np.isnan(err), np.inf, err).max(axis=1)
 

@@ -21,6 +21,14 @@ of equal size ``n_l / g_l >= 2`` (:attr:`Norm.groups`; ``g_l = 1`` is LayerNorm)
 (:func:`layer_norm`), and the gain and bias stay per feature, as in
 ``torch.nn.GroupNorm(g_l, n_l)`` on ``(batch, n_l)`` inputs.
 
+**RMSNorm.** A layer may normalise without centring (:attr:`Norm.rms`): ``RMS(y) = y /
+sqrt(mean(y^2) + eps)``, as ``torch.nn.RMSNorm(n_l, eps)`` computes it (Zhang and Sennrich,
+"Root Mean Square Layer Normalization", NeurIPS 2019); in groups it is the parallel layer
+scaling of Ni et al., "Parallel Layer Normalization for Universal Approximation" (2025),
+``ParallelLN(n_l, n_l / g_l, eps, centering=False)``.  A group of RMSNorm may hold a single
+feature (``y / sqrt(y^2 + eps)``).  RMSNorm of width ``n`` is LayerNorm of width ``n + 1``
+read in an orthonormal basis of the zero-mean hyperplane (proofs/rmsnorm.md).
+
 A gain and bias always fold into the next affine map, exactly:
 ``W (g * u + beta) + b = (W diag(g)) u + (W beta + b)`` is an identity of
 rational functions, and every ``h_l`` is followed by an affine map (the next
@@ -82,11 +90,14 @@ class Norm(Generic[T]):
     ``torch.nn.LayerNorm(n, elementwise_affine=False)`` or ``bias=False``.
     ``groups`` (LN-G): the layer's features are normalised in that many
     contiguous groups of equal size (at least 2 each); ``1`` is LayerNorm.
+    ``rms``: RMSNorm, no centring (``y / sqrt(mean(y^2) + eps)`` in each group, whose size may
+    then be 1); ``False`` is LayerNorm.
     """
 
     gain: tuple[T, ...] | None = None
     bias: tuple[T, ...] | None = None
     groups: int = 1
+    rms: bool = False
 
     def __call__(self, u: Sequence[T]) -> list[T]:
         out = list(u)
@@ -101,18 +112,25 @@ class Norm(Generic[T]):
             None if self.gain is None else tuple(f(g) for g in self.gain),
             None if self.bias is None else tuple(f(c) for c in self.bias),
             self.groups,
+            self.rms,
         )
 
     @property
     def is_identity(self) -> bool:
         """Whether the elementwise affine part is the identity (no gain, no bias); says
-        nothing of ``groups``."""
+        nothing of ``groups`` or ``rms``."""
         return self.gain is None and self.bias is None
 
     @property
     def is_plain(self) -> bool:
-        """Whether this is a plain LayerNorm (no gain, no bias, one group)."""
-        return self.is_identity and self.groups == 1
+        """Whether this is a plain LayerNorm (no gain, no bias, one group, centred)."""
+        return self.is_identity and self.groups == 1 and not self.rms
+
+    @property
+    def min_group(self) -> int:
+        """The least size a group may have, 1 for RMSNorm and 2 for LayerNorm (one centred
+        feature is 0/0)."""
+        return 1 if self.rms else 2
 
 
 def _dot(row: Sequence[T], x: Sequence[T]) -> T:
@@ -122,20 +140,28 @@ def _dot(row: Sequence[T], x: Sequence[T]) -> T:
     return acc
 
 
-def layer_norm(y: Sequence[T], eps: T, sqrt: Callable[[T], T], groups: int = 1) -> list[T]:
+def layer_norm(
+    y: Sequence[T], eps: T, sqrt: Callable[[T], T], groups: int = 1, centre: bool = True
+) -> list[T]:
     """``(y - mean y) / sqrt(var y + eps)``, biased variance, in ``y``'s number type.
 
     With ``groups > 1`` (LN-G) each of the ``groups`` contiguous blocks of ``y`` (of equal
     size, which ``groups`` must divide) is normalised on its own, with the same ``eps``.
+    ``centre=False`` is RMSNorm: ``y / sqrt(mean(y^2) + eps)`` (in each group).
     """
     if groups != 1:
         k = len(y) // groups
         if groups < 1 or k * groups != len(y):
             raise ValueError(f"{groups} groups do not divide {len(y)} features")
-        return [v for j in range(0, len(y), k) for v in layer_norm(y[j : j + k], eps, sqrt)]
+        return [
+            v for j in range(0, len(y), k) for v in layer_norm(y[j : j + k], eps, sqrt, 1, centre)
+        ]
     n = len(y)
-    mean = sum(y[1:], y[0]) / n
-    c = [yi - mean for yi in y]
+    if centre:
+        mean = sum(y[1:], y[0]) / n
+        c = [yi - mean for yi in y]
+    else:
+        c = list(y)
     var = sum((ci * ci for ci in c[1:]), c[0] * c[0]) / n
     s = sqrt(var + eps)
     return [ci / s for ci in c]
@@ -147,8 +173,9 @@ class LNNet(Generic[T]):
 
     ``width`` is the common width of every layer, or ``None`` when the widths
     differ (then each layer's width is its number of rows; see :attr:`widths`).
-    ``norms`` holds the elementwise affine part and the groups of each LayerNorm (one
-    :class:`Norm` per layer), or is empty when every layer is a plain LayerNorm.
+    ``norms`` holds the elementwise affine part, the groups and the kind (LayerNorm or
+    RMSNorm) of each layer's normalisation (one :class:`Norm` per layer), or is empty when
+    every layer is a plain LayerNorm.
     """
 
     input_dim: int
@@ -186,10 +213,17 @@ class LNNet(Generic[T]):
         """Whether some layer normalises in more than one group (LN-G)."""
         return any(n.groups != 1 for n in self.norms)
 
+    @property
+    def rms(self) -> bool:
+        """Whether some layer is an RMSNorm (:attr:`Norm.rms`)."""
+        return any(n.rms for n in self.norms)
+
     def _shape_problems(self) -> Iterator[str]:
         if self.input_dim < 1:
             yield "input_dim must be >= 1"
-        if self.width is not None and self.width < 2 and self.layers:
+        rms = [n.rms for n in self.norms] if len(self.norms) == len(self.layers) else []
+        ln = [i for i in range(len(self.layers)) if not (rms and rms[i])]
+        if self.width is not None and self.width < 2 and ln:
             yield "width must be >= 2 (LayerNorm of one feature is 0/0)"
         if self.norms and len(self.norms) != len(self.layers):
             yield f"norms must have one entry per layer ({len(self.layers)})"
@@ -202,7 +236,7 @@ class LNNet(Generic[T]):
         fan_in = self.input_dim
         for i, layer in enumerate(self.layers, 1):
             rows = self.width if self.width is not None else len(layer.W)
-            if rows < 2 and self.width is None:
+            if rows < 2 and self.width is None and i - 1 in ln:
                 yield f"layer {i}: width must be >= 2 (LayerNorm of one feature is 0/0)"
             yield from _affine_problems(f"layer {i}", layer, rows, fan_in)
             if len(self.norms) == len(self.layers):
@@ -210,7 +244,7 @@ class LNNet(Generic[T]):
                     v = getattr(self.norms[i - 1], part)
                     if v is not None and len(v) != rows:
                         yield f"layer {i}: LayerNorm {part} must have {rows} entries"
-                yield from _group_problems(i, self.norms[i - 1].groups, rows)
+                yield from _group_problems(i, self.norms[i - 1], rows)
             fan_in = rows
         yield from _affine_problems("readout", self.readout, len(self.classes), fan_in)
 
@@ -236,8 +270,8 @@ class LNNet(Generic[T]):
         """The readout ``z`` for one point, in the weights' number type."""
         h = list(x)
         for i, layer in enumerate(self.layers):
-            groups = self.norms[i].groups if self.norms else 1
-            h = layer_norm(layer(h), self.eps, sqrt, groups)
+            norm = self.norms[i] if self.norms else Norm()
+            h = layer_norm(layer(h), self.eps, sqrt, norm.groups, not norm.rms)
             if self.norms and not self.norms[i].is_identity:
                 h = self.norms[i](h)
         return self.readout(h)
@@ -248,7 +282,7 @@ class LNNet(Generic[T]):
         ``W (g * u + beta) + b = (W diag(g)) u + (W beta + b)``: exact in the
         weights' number type when it is exact (rationals), so the result computes
         the same scores for every input.  Layer and net ``meta`` are kept, and so are the
-        layers' groups (LN-G: ``Norm(groups=g)`` without gain or bias).
+        layers' groups and kinds (``Norm(groups=g, rms=r)`` without gain or bias).
         """
         if all(n.is_identity for n in self.norms):
             return self
@@ -269,7 +303,7 @@ class LNNet(Generic[T]):
             maps[-1],
             self.classes,
             self.meta,
-            tuple(Norm(groups=n.groups) for n in self.norms),
+            tuple(Norm(groups=n.groups, rms=n.rms) for n in self.norms),
         )
 
     def predict(self, X: Any, backend: str = "float64") -> np.ndarray:
@@ -306,13 +340,16 @@ def register_predictor(kind: str, predict: Predictor) -> None:
     _PREDICTORS[kind] = predict
 
 
-def _group_problems(i: int, groups: Any, rows: int) -> Iterator[str]:
+def _group_problems(i: int, norm: Norm[Any], rows: int) -> Iterator[str]:
+    groups = norm.groups
     if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
         yield f"layer {i}: groups must be a positive integer, got {groups!r}"[:120]
     elif groups > 1 and rows % groups:
         yield f"layer {i}: {groups} groups do not divide its width {rows}"
-    elif groups > 1 and rows // groups < 2:
+    elif groups > 1 and rows // groups < norm.min_group:
         yield f"layer {i}: {groups} groups of width {rows} have one feature each (0/0)"
+    if not isinstance(norm.rms, bool):
+        yield f"layer {i}: rms must be True or False, got {norm.rms!r}"[:120]
 
 
 def _affine_problems(name: str, a: Affine[Any], rows: int, cols: int) -> Iterator[str]:

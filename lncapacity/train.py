@@ -5,7 +5,11 @@
     ``Linear(d, n) -> Norm -> (Linear(n, n) -> Norm) * (depth - 1) -> Linear(n, k)``
 
 ``Norm`` a ``torch.nn.LayerNorm(n)`` (``groups=1``) or a ``torch.nn.GroupNorm(groups, n)``
-(an LN-G layer), to the training points by full-batch Adam on the cross-entropy of the
+(an LN-G layer); with ``norm="rms"`` RMSNorm in ``groups`` groups, as
+:class:`lncapacity.parallel_norm.ParallelLN` ``(n, n / groups, centering=False)`` with a gain
+and a bias per feature (so its parameters are LayerNorm's and GroupNorm's, one for one: the
+parallel layer scaling of Ni et al., "Parallel Layer Normalization for Universal
+Approximation"), to the training points by full-batch Adam on the cross-entropy of the
 readout scores, in float32.  The inputs are standardised while training (each feature by its
 mean and standard deviation); the standardisation is then folded into the first ``Linear``
 (rounded to float32 once), so the returned module takes the raw features.  Training stops
@@ -128,6 +132,7 @@ def train(
     lr: float = DEFAULT_LR,
     verbose: bool = False,
     progress: Progress | None = None,
+    norm: str = "ln",
 ) -> TrainResult:
     """Train an LN-Net of ``depth`` normalisation layers of ``width`` on ``(X, y)`` with Adam
     (PyTorch, float32), and read it exactly.
@@ -150,7 +155,7 @@ def train(
         The number of normalisation layers.
     groups
         ``> 1``: each layer is a ``GroupNorm(groups, width)`` (LN-G), so ``width`` must be a
-        multiple of ``groups`` with groups of at least 2.
+        multiple of ``groups`` with groups of at least 2 (of at least 1 with ``norm="rms"``).
     random_state
         Seeds the initial weights.
     max_iter
@@ -162,6 +167,9 @@ def train(
         Print the loss and training accuracy to stderr every 100 steps.
     progress
         Called as ``progress(done, total)`` as steps are taken.
+    norm
+        ``"ln"`` (LayerNorm, GroupNorm) or ``"rms"`` (RMSNorm in ``groups`` groups, with a gain
+        and a bias: ``ParallelLN(width, width / groups, centering=False)``).
 
     Returns
     -------
@@ -190,7 +198,13 @@ def train(
     True
     """
     checked = check_parameters(
-        width=width, depth=depth, groups=groups, random_state=random_state, max_iter=max_iter, lr=lr
+        width=width,
+        depth=depth,
+        groups=groups,
+        random_state=random_state,
+        max_iter=max_iter,
+        lr=lr,
+        norm=norm,
     )
     width, depth, groups = checked["width"], checked["depth"], checked["groups"]
     random_state, max_iter, lr = checked["random_state"], checked["max_iter"], checked["lr"]
@@ -215,7 +229,7 @@ def train(
     start = time.perf_counter()
     with torch.random.fork_rng(devices=[]), torch_one_thread(torch), torch.no_grad():
         torch.manual_seed(int(random_state))
-        module = _module(torch, points.d, width, depth, len(classes), groups)
+        module = _module(torch, points.d, width, depth, len(classes), groups, norm)
         Xs = torch.tensor((F - mean) / scale, dtype=torch.float32)
         with torch.enable_grad():
             iterations, loss, converged = _adam(
@@ -236,6 +250,7 @@ def train(
         "width": width,
         "depth": depth,
         "groups": groups,
+        "norm": norm,
         "random_state": int(random_state),
         "iterations": iterations,
         "max_iter": max_iter,
@@ -253,6 +268,7 @@ def check_parameters(
     random_state: Any = None,
     max_iter: Any = None,
     lr: Any = None,
+    norm: Any = None,
 ) -> dict[str, Any]:
     """The parameters of :func:`train` given (not ``None``), checked and as plain Python
     numbers (a NumPy integer becomes an ``int``); :class:`~lncapacity.errors.InputError`
@@ -275,10 +291,15 @@ def check_parameters(
     integer("groups", groups, 1, MAX_WIDTH)
     integer("random_state", random_state, 0, MAX_SEED)
     integer("max_iter", max_iter, 0, MAX_ITER)
-    if "width" in out and "groups" in out and (width % groups or width // groups < 2):
+    if norm is not None:
+        if norm not in ("ln", "rms"):
+            raise InputError(f"norm: expected 'ln' or 'rms', got {norm!r}")
+        out["norm"] = norm
+    least = 1 if norm == "rms" else 2  # a centred group of one feature is 0/0
+    if "width" in out and "groups" in out and (width % groups or width // groups < least):
         raise InputError(
             f"groups: {groups} groups of width {width} (width a multiple of groups, "
-            "groups of 2 or more)"
+            f"groups of {least} or more)"
         )
     if lr is not None:
         if (
@@ -314,12 +335,19 @@ def check_size(m: int, d: int, k: int, width: int, depth: int) -> None:
         )
 
 
-def _module(torch: Any, d: int, width: int, depth: int, k: int, groups: int) -> torch.nn.Sequential:
+def _module(
+    torch: Any, d: int, width: int, depth: int, k: int, groups: int, norm: str = "ln"
+) -> torch.nn.Sequential:
+    from .parallel_norm import ParallelLN
+
     nn = torch.nn
     mods: list[Any] = []
     for i in range(depth):
         mods.append(nn.Linear(d if i == 0 else width, width))
-        mods.append(nn.LayerNorm(width) if groups == 1 else nn.GroupNorm(groups, width))
+        if norm == "rms":
+            mods.append(ParallelLN(width, width // groups, 1e-5, centering=False))
+        else:
+            mods.append(nn.LayerNorm(width) if groups == 1 else nn.GroupNorm(groups, width))
     mods.append(nn.Linear(width, k))
     return nn.Sequential(*mods)
 

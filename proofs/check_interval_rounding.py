@@ -4,6 +4,7 @@ import random
 from fractions import Fraction
 
 import numpy as np
+import pytest
 from flint import fmpq
 
 from lncapacity import interval as iv
@@ -260,3 +261,61 @@ def test_the_grouped_ball_encloses_every_point_of_the_ball():
                 for i in range(k):
                     dev = abs(arb(c[i]) / s - arb(float(ya[0, i])))
                     assert dev < arb(float(e[0, 0]))
+
+
+@pytest.mark.parametrize("groups", [1, 2, 4])
+def test_rmsnorm_nets_intervals_enclose_balls(groups):
+    """RMSNorm (no centring), plain or in groups of 2 and 1: every score of the interval pass
+    (the plain one, or the grouped one in balls) encloses the 300-bit balls of the exact net."""
+    from flint import arb
+
+    from lncapacity.arith import precision
+    from lncapacity.certify import interval_pass
+    from lncapacity.model import Affine, LNNet, Norm
+
+    rng = random.Random(groups)
+
+    def q():
+        return fmpq(rng.randint(-(2**12), 2**12), 2**10)
+
+    def affine(rows, cols):
+        W = tuple(tuple(q() for _ in range(cols)) for _ in range(rows))
+        return Affine(W, tuple(q() for _ in range(rows)))
+
+    norms = (Norm(groups=groups, rms=True),) * 2
+    net = LNNet(
+        3, 4, fmpq(1, 2**10), (affine(4, 3), affine(4, 4)), affine(3, 4), (0, 1, 2), {}, norms
+    )
+    X = [[q() for _ in range(3)] for _ in range(40)]
+    labels = [rng.randrange(3) for _ in X]
+    *_, zlo, zhi = interval_pass(net, X, labels)
+    assert np.isfinite(zlo).all() and (zhi - zlo < 1e-9).all()
+    with precision(300):
+        balls = net.map(arb)
+        for k, x in enumerate(X):
+            z = balls.forward([arb(v) for v in x], arb.sqrt)
+            for j, zj in enumerate(z):
+                assert arb(float(zlo[k, j])) <= zj <= arb(float(zhi[k, j]))
+
+
+def test_a_group_of_one_feature_in_balls():
+    from flint import arb
+
+    from lncapacity.arith import precision
+    from lncapacity.certify import _ball_norm
+
+    rng = random.Random(14)
+    with precision(300):
+        for _ in range(200):
+            ct = np.array([[np.ldexp(rng.uniform(-1, 1), rng.choice([-400, 0, 300]))]])
+            R1 = np.array([[abs(float(ct[0, 0])) * rng.choice([0.0, 1e-15, 1e-6, 0.3])]])
+            eps = rng.choice([fmpq(0), fmpq(1, 100), fmpq(1, 3)])
+            ya, e = _ball_norm(ct, R1, 1, iv.enclose([eps]))
+            if not np.isfinite(e[0, 0]):
+                continue
+            c0 = fmpq(*float(ct[0, 0]).as_integer_ratio())
+            r1 = fmpq(*float(R1[0, 0]).as_integer_ratio())
+            for t in (fmpq(-999, 1000), fmpq(0), fmpq(999, 1000)):
+                c = c0 + r1 * t
+                s = (arb(c) ** 2 + arb(eps)).sqrt()
+                assert abs(arb(c) / s - arb(float(ya[0, 0]))) < arb(float(e[0, 0]))

@@ -70,6 +70,8 @@ class Net:
     """Each LayerNorm's (gain, bias), lnnet/1.1 "ln-affine"; empty when none has one."""
     groups: list[int] = field(default_factory=list)
     """Each layer's number of groups, lnnet/1.1 "groups" (LN-G); empty when none has groups."""
+    rms: list[bool] = field(default_factory=list)
+    """Whether each layer is an RMSNorm (lnnet/1.1 "rms", "norm": "rms"); empty when none is."""
 
 
 def scores(net: Net, x: list[Fraction]) -> list[mpmath.mpf]:
@@ -85,8 +87,9 @@ def scores(net: Net, x: list[Fraction]) -> list[mpmath.mpf]:
             g = net.groups[i] if net.groups else 1
             k = len(y) // g
             h = []
+            centre = not (net.rms and net.rms[i])  # RMSNorm: y / sqrt(mean(y^2) + eps)
             for block in (y[j : j + k] for j in range(0, len(y), k)):  # each group: a LayerNorm
-                mean = mpmath.fsum(block) / len(block)
+                mean = mpmath.fsum(block) / len(block) if centre else 0
                 c = [yi - mean for yi in block]
                 var = mpmath.fsum(ci * ci for ci in c) / len(c)
                 if var + eps == 0:
@@ -143,7 +146,7 @@ def oracle_net(obj: Any) -> Net:
     if not isinstance(obj, dict) or obj.get("format") not in ("lnnet/1", "lnnet/1.1"):
         raise Invalid("not lnnet/1")
     requires = obj.get("requires", []) if obj["format"] == "lnnet/1.1" else []
-    known = {"ln-affine", "algebraic", "groups", "widths"}
+    known = {"ln-affine", "algebraic", "groups", "widths", "rms"}
     if not isinstance(requires, list) or not set(requires) <= known:
         raise Invalid("requires")
     radicals = oracle_radicals(obj.get("radicals")) if "algebraic" in requires else None
@@ -192,11 +195,18 @@ def oracle_net(obj: Any) -> Net:
             raise Invalid("ln shape")
         return tuple(None if v is None else [number(x) for x in v] for v in parts)  # type: ignore
 
+    def rms(a: Any) -> bool:
+        if not isinstance(a, dict) or "norm" not in a:
+            return False
+        if "rms" not in requires or a["norm"] not in ("ln", "rms"):
+            raise Invalid("norm")
+        return a["norm"] == "rms"
+
     def groups(a: dict, n: int) -> int:
         if "groups" not in a:
             return 1
-        g = a["groups"]
-        if "groups" not in requires or type(g) is not int or g < 1 or n % g or n // g < 2:
+        g, least = a["groups"], 1 if rms(a) else 2  # a centred feature alone is 0/0
+        if "groups" not in requires or type(g) is not int or g < 1 or n % g or n // g < least:
             raise Invalid("groups")
         return g
 
@@ -204,14 +214,16 @@ def oracle_net(obj: Any) -> Net:
         """The layer's width: the net's, or (lnnet/1.1 "widths", width null) its own rows."""
         if n is not None:
             return n
-        if not isinstance(a, dict) or not isinstance(a.get("W"), list) or len(a["W"]) < 2:
+        least = 1 if rms(a) else 2  # an RMSNorm of one feature is its sign
+        if not isinstance(a, dict) or not isinstance(a.get("W"), list) or len(a["W"]) < least:
             raise Invalid("widths")
         return len(a["W"])
 
     layers = obj.get("layers")
     if not isinstance(layers, list):
         raise Invalid("layers")
-    if layers and n is not None and n < 2:
+    kinds = [rms(a) for a in layers]
+    if n is not None and n < 2 and not all(kinds):
         raise Invalid("width")
     fan_in, out, norms, gs = d, [], [], []
     for a in layers:
@@ -225,7 +237,8 @@ def oracle_net(obj: Any) -> Net:
         raise Invalid("eps")
     R = affine(obj.get("readout"), len(classes), fan_in)
     grouped = gs if any(g != 1 for g in gs) else []
-    return Net(out, R, eps, classes, n, d, norms if any(map(any, norms)) else [], grouped)
+    affine_parts = norms if any(map(any, norms)) else []
+    return Net(out, R, eps, classes, n, d, affine_parts, grouped, kinds if any(kinds) else [])
 
 
 def oracle_radicals(entries: Any) -> list[mpmath.mpf]:
@@ -346,7 +359,14 @@ def certificate_is_true(text: str) -> bool:
                 net = oracle_gadget(rec["net"], len(X[0]), depth, eps)
             else:
                 net = oracle_net(rec["lnnet"])
-                if (net.width, len(net.layers), net.input_dim) != (3, depth, len(X[0])):
+                rms = head.get("norm") == "rms"  # RMSNorm twins: width 2, every layer RMSNorm
+                if (net.width, len(net.layers), net.input_dim) != (
+                    2 if rms else 3,
+                    depth,
+                    len(X[0]),
+                ):
+                    return False
+                if net.groups or (net.rms != ([True] * depth if rms and depth else [])):
                     return False
                 if net.eps != eps or net.classes != [0, 1]:
                     return False
@@ -401,7 +421,8 @@ def certificate_is_true(text: str) -> bool:
 def _numbers(obj: Any, path: tuple = ()) -> list[tuple]:
     """Paths to every number string of a net (weights, biases, eps)."""
     if isinstance(obj, dict):
-        return [p for k, v in obj.items() if k != "meta" for p in _numbers(v, (*path, k))]
+        skip = ("meta", "norm")  # notes, and a layer's normaliser (a name, not a number)
+        return [p for k, v in obj.items() if k not in skip for p in _numbers(v, (*path, k))]
     if isinstance(obj, list):
         return [p for i, v in enumerate(obj) for p in _numbers(v, (*path, i))]
     return (
@@ -727,13 +748,18 @@ def net_campaign(
     verify: Callable[[str, Any], bool] = verify_net_text,
     sink: list | None = None,
     grouped: bool = False,
+    rms: bool = False,
 ) -> Tally:
     """Mutate nets built for random sets; ``verify`` each, and let the oracle judge every
     acceptance.  ``sink`` collects ``(text, X, y, accepted, kind)`` of every mutation.
-    ``grouped``: the nets made LN-G (:func:`grouped_net_bases`, :func:`mutate_grouped_net`)."""
+    ``grouped``: the nets made LN-G (:func:`grouped_net_bases`, :func:`mutate_grouped_net`);
+    ``rms``: RMSNorm nets (:func:`rms_net_bases`, :func:`mutate_rms_net`)."""
     rng = random.Random(seed)
-    built = grouped_net_bases(rng) if grouped else net_bases(rng)
-    mutate = mutate_grouped_net if grouped else mutate_net
+    if rms:
+        built, mutate = rms_net_bases(rng), mutate_rms_net
+    else:
+        built = grouped_net_bases(rng) if grouped else net_bases(rng)
+        mutate = mutate_grouped_net if grouped else mutate_net
     tally = Tally()
     for _ in range(mutations):
         d, X, y, points = rng.choice(built)
@@ -776,9 +802,11 @@ def grouped(net: Any) -> Any:
     return LNNet(net.input_dim, width, net.eps, tuple(layers), readout, net.classes, {}, norms)
 
 
-def grouped_net_bases(rng: random.Random, count: int = 4) -> list[tuple[dict, list, list, Any]]:
-    """Nets built for random sets (both methods, eps 0 and 1e-5), made LN-G by :func:`grouped`:
-    (lnnet/1.1 object, X, y, points)."""
+def _built_bases(
+    rng: random.Random, count: int, make: Callable[[list, list, str, str, int], Any]
+) -> list[tuple[dict, list, list, Any]]:
+    """``count`` nets ``make(X, y, eps, method, i)`` for random sets (methods ``runs`` and
+    ``pma`` in turn, eps 0 and 1e-5), those with a layer: (lnnet/1.1 object, X, y, points)."""
     import lncapacity
     from lncapacity import fileformat
 
@@ -788,11 +816,22 @@ def grouped_net_bases(rng: random.Random, count: int = 4) -> list[tuple[dict, li
         ((X, y),) = random_sets(rng, 1)
         method = ("runs", "pma")[i % 2]
         eps = ("0", "1/100000")[(i // 2) % 2]
-        net = lncapacity.build(X, y, eps=eps, method=method)
-        if net.depth:  # a linear separation has no layer to group
-            d = fileformat.to_dict(grouped(net))
-            built.append((d, X, y, lncapacity.points_from_arrays(X, y)))
+        net = make(X, y, eps, method, i)
+        if net.depth:  # a linear separation has no layer to group or normalise
+            built.append((fileformat.to_dict(net), X, y, lncapacity.points_from_arrays(X, y)))
     return built
+
+
+def grouped_net_bases(rng: random.Random, count: int = 4) -> list[tuple[dict, list, list, Any]]:
+    """Nets built for random sets (both methods, eps 0 and 1e-5), made LN-G by :func:`grouped`:
+    (lnnet/1.1 object, X, y, points)."""
+    import lncapacity
+
+    def make(X: list, y: list, eps: str, method: str, i: int) -> Any:
+        net = lncapacity.build(X, y, eps=eps, method=method)
+        return grouped(net) if net.depth else net
+
+    return _built_bases(rng, count, make)
 
 
 GROUP_KINDS = ["groups-value", "groups-drop", "requires-drop", "groups-swap", "groups-ln"]
@@ -820,6 +859,46 @@ def mutate_grouped_net(d: dict, rng: random.Random) -> tuple[str, str]:
         d["requires"] = sorted({*d["requires"], "ln-affine"})
         n = len(layer["b"])
         layer["ln"] = {"gain": ["2"] * (n // 2) + ["1"] * (n - n // 2)}
+    return json.dumps(d), kind
+
+
+def rms_net_bases(rng: random.Random, count: int = 4) -> list[tuple[dict, list, list, Any]]:
+    """RMSNorm nets built for random sets through the correspondence (``arch="rms"``, both
+    methods, eps 0 and 1e-5; the last ``"rms-g"``, RMSNorm in groups of 2): (lnnet/1.1
+    object, X, y, points)."""
+    import lncapacity
+
+    def make(X: list, y: list, eps: str, method: str, i: int) -> Any:
+        if i == count - 1:
+            return lncapacity.build(X, y, eps=eps, arch="rms-g")
+        return lncapacity.build(X, y, eps=eps, method=method, arch="rms")
+
+    return _built_bases(rng, count, make)
+
+
+RMS_KINDS = ["norm-drop", "norm-value", "rms-requires-drop", "norm-ln", "rms-groups"]
+
+
+def mutate_rms_net(d: dict, rng: random.Random) -> tuple[str, str]:
+    """A mutated copy of the RMSNorm net ``d`` (lnnet/1.1, "rms"): half the time a mutation of
+    its normalisers, else one of :func:`mutate_net`'s."""
+    if rng.random() < 0.5:
+        return mutate_net(d, rng)
+    d = json.loads(json.dumps(d))
+    kind = rng.choice(RMS_KINDS)
+    layer = rng.choice(d["layers"])
+    if kind == "norm-drop":  # a LayerNorm where the net has an RMSNorm
+        del layer["norm"]
+    elif kind == "norm-value":
+        layer["norm"] = rng.choice(["ln", "RMS", "rms ", 1, None, True, ["rms"], "layer", ""])
+    elif kind == "rms-requires-drop":
+        d["requires"].remove("rms")
+    elif kind == "norm-ln":  # every layer a LayerNorm: the twin read as LayerNorms
+        for a in d["layers"]:
+            a["norm"] = "ln"
+    else:  # RMSNorm in groups (of one feature, or more)
+        d["requires"] = sorted({*d["requires"], "groups"})
+        layer["groups"] = rng.choice([1, 2, len(layer["b"])])
     return json.dumps(d), kind
 
 
@@ -953,16 +1032,38 @@ def with_gains(text: str, doubling: bool = False) -> str:
     return "".join(json.dumps(x) + "\n" for x in [head, *out, summary])
 
 
+def rms_shatter_bases(rng: random.Random) -> list[str]:
+    """Genuine shattering certificates of RMSNorm nets (``shatter(..., rms=True)``): depth 1
+    and 2, default and random points, eps 0 and 1e-5."""
+    from lncapacity.shatter import shatter
+
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (depth, dim, eps) in enumerate([(2, 1, 0), (1, 2, "1e-5")]):
+            X = None
+            if i:
+                X = [
+                    [Fraction(rng.randint(-40, 40), 16) for _ in range(dim)]
+                    for _ in range(depth + 2)
+                ]
+            path = Path(tmp) / f"r{i}.jsonl"
+            shatter(X, depth, eps, out=path, workers=1, rms=True)
+            out.append(path.read_text())
+    return out
+
+
 def shatter_campaign(
     mutations: int,
     seed: int = 0,
     verify: Callable[[Path], bool] = verify_certificate_file,
     sink: list | None = None,
+    rms: bool = False,
 ) -> Tally:
     """Mutate shattering certificates; ``verify`` each; the oracle judges every acceptance.
-    ``sink`` collects ``(bytes, gzip?, accepted, kind)`` of every mutation."""
+    ``sink`` collects ``(bytes, gzip?, accepted, kind)`` of every mutation.  ``rms``: the
+    certificates of RMSNorm nets (:func:`rms_shatter_bases`)."""
     rng = random.Random(seed)
-    bases = shatter_bases(rng)
+    bases = rms_shatter_bases(rng) if rms else shatter_bases(rng)
     tally = Tally()
     with tempfile.TemporaryDirectory() as tmp:
         for n in range(mutations):

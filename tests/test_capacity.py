@@ -130,12 +130,19 @@ def test_capacity_json_schema_and_certified_rows(small_run):
     assert r["classes"] == 2 and r["counting_bound"] == 1
     assert 0.5 <= r["linear_train_accuracy"] <= 1
     archs = [(n["arch"], n["depth"]) for n in r["nets"]]
-    assert archs[0][0] == "ln3" and archs[1:] == [("ln-g", 1), ("ln-g", 2), ("ln-g", 3)]
+    assert archs[0][0] == "ln3" and archs[1:4] == [("ln-g", 1), ("ln-g", 2), ("ln-g", 3)]
+    # the RMSNorm twins (proofs/rmsnorm.md): width 2 of ln3's depth, groups of 2
+    assert archs[4] == ("rms", archs[0][1]) and archs[5:] == [("rms-g", d) for d in (1, 2, 3)]
     for n in r["nets"]:
         assert n["status"] in ("certified", "not built")
         if n["status"] == "certified":
             assert n["certified_points"] == 14
-            assert n["parameters"] > 0 and n["total_width"] >= 3 and n["groups"] >= n["depth"]
+            assert n["parameters"] > 0 and n["total_width"] >= 2 and n["groups"] >= n["depth"]
+    for ln, rms in zip(r["nets"][:4], r["nets"][4:], strict=True):  # groups of 3 to groups of 2
+        if ln["status"] == "certified":
+            assert rms["status"] == "certified" and rms["depth"] == ln["depth"]
+            assert 3 * rms["total_width"] == 2 * ln["total_width"] and rms["groups"] == ln["groups"]
+            assert rms["parameters"] < ln["parameters"]
     assert r["nets"][0]["status"] == "certified" and r["nets"][1]["status"] == "certified"
     ln3 = r["nets"][0]
     assert ln3["total_width"] == 3 * ln3["depth"] and ln3["groups"] == ln3["depth"]
@@ -155,16 +162,33 @@ def test_capacity_ranks_proved(small_run):
 def test_capacity_train_columns(monkeypatch, capsys):
     seen = []
 
-    def fake(X, y, *, width, depth, groups, random_state, max_iter):
-        seen.append((width, depth, groups, max_iter))
+    def fake(X, y, *, width, depth, groups, random_state, max_iter, norm="ln"):
+        seen.append((width, depth, groups, max_iter, norm))
         return SimpleNamespace(train_accuracy=0.75)
 
     args = ["capacity", "--m", "10", "--classes", "3", "--no-ln3", "--no-rank", "--train"]
     monkeypatch.setattr(cli_capacity, "_trainer", lambda: fake)
     assert main([*args, "--train-iter", "7", "--json", "--quiet"]) == 0
-    nets = json.loads(capsys.readouterr().out)["results"][0]["nets"]
+    result = json.loads(capsys.readouterr().out)["results"][0]
+    nets = result["nets"]
     assert nets[0]["train_accuracy"] == 0.75
-    assert seen[0][1:] == (1, nets[0]["groups"], 7) and seen[0][0] == nets[0]["total_width"]
+    assert seen[0][1:] == (1, nets[0]["groups"], 7, "ln") and seen[0][0] == nets[0]["total_width"]
+    rms = next(i for i, n in enumerate(nets) if n["arch"] == "rms-g")
+    assert seen[rms][4] == "rms" and seen[rms][0] == nets[rms]["total_width"]
+    # LayerNorm, RMSNorm, GroupNorm and PLS at equal width, depth and (so) parameter count
+    equal = [(e["norm"], e["groups"], e["train_accuracy"]) for e in result["equal_parameters"]]
+    assert [e[:2] for e in equal] == [
+        ("LayerNorm", 1),
+        ("RMSNorm", 1),
+        ("GroupNorm", 4),
+        ("RMSNorm in groups", 4),
+    ]
+    assert seen[-4:] == [
+        (16, 2, 1, 7, "ln"),
+        (16, 2, 1, 7, "rms"),
+        (16, 2, 4, 7, "ln"),
+        (16, 2, 4, 7, "rms"),
+    ]
 
     def refuses(X, y, **kwargs):
         raise lncapacity.InputError("width: too wide")

@@ -20,6 +20,7 @@ from flint import fmpq
 from lncapacity import InputError, build, certify, points_from_arrays
 from lncapacity.floats import (
     BACKENDS,
+    CUDA_BACKENDS,
     DTYPES,
     TORCH_BACKENDS,
     FloatCheck,
@@ -27,7 +28,10 @@ from lncapacity.floats import (
     check,
     forward,
     have_torch,
+    precision,
+    spacing,
     to_torch,
+    unavailable,
 )
 from lncapacity.model import Affine, LNNet
 from lncapacity.reproducible import torch_one_thread
@@ -73,9 +77,41 @@ OVERFLOW = LNNet(
 
 def test_backend_names():
     assert tuple(DTYPES) == ("float64", "float32")  # the NumPy ones: a public contract
-    assert BACKENDS == ("float64", "float32", "torch-float64", "torch-float32")
+    assert BACKENDS == (
+        "float64",
+        "float32",
+        "torch-float64",
+        "torch-float32",
+        "torch-cuda-float32",
+        "torch-cuda-tf32",
+        "torch-cuda-bfloat16",
+    )
     assert available_backends()[:2] == ("float64", "float32")
-    assert set(available_backends()) == (set(BACKENDS) if have_torch() else set(DTYPES))
+    runnable = {b for b in BACKENDS if unavailable(b) is None}
+    assert set(available_backends()) == runnable
+    assert runnable >= (
+        {*DTYPES, "torch-float64", "torch-float32"} if have_torch() else set(DTYPES)
+    )
+
+
+def test_cuda_backends_skip_with_a_reason_where_there_is_no_gpu(line_net, monkeypatch):
+    """The GPU backends exist everywhere; where no CUDA device is (this machine, CI) they are
+    left out of available_backends and running one says why, in one line."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for backend in CUDA_BACKENDS:
+        assert unavailable(backend) == "no CUDA device here: torch.cuda.is_available() is False"
+        assert backend not in available_backends()
+        with pytest.raises(InputError, match=f"^{backend}: no CUDA device here"):
+            forward(line_net, LINE_X, backend)
+    assert (
+        precision("torch-cuda-tf32") == "float32" and precision("torch-cuda-bfloat16") == "bfloat16"
+    )
+    # bfloat16's spacing: 8 significant bits
+    assert (
+        spacing(np.array([1.0]), "bfloat16")[0] == 2.0**-7
+        and spacing(np.array([1.0]), "float32")[0] == 2.0**-23
+    )
 
 
 @pytest.mark.parametrize("backend", ["float16", "torch", "torch-float16", "exact", ""])
@@ -241,6 +277,8 @@ def test_forked_workers_still_work_after_a_torch_forward():
 def test_overflow_and_nan_are_wrong_points_without_warnings(backend):
     if backend in TORCH_BACKENDS:
         pytest.importorskip("torch")
+    if (why := unavailable(backend)) is not None:
+        pytest.skip(why)
     X, y = [[1], [-1], [0]], [0, 1, 0]
     assert [p.certified for p in certify(OVERFLOW, X, y).points] == [True, True, False]
     with warnings.catch_warnings():
@@ -290,6 +328,37 @@ def test_near_resolution_on_a_real_readout():
     c32 = check(net, points, "float32")  # 1 - 2^-30 rounds to 1 in float32: a tie, not a win
     assert (c32.agree, c32.min_margin) == (1, 0.0)
     assert not c32.near_resolution
+
+
+def test_the_reports_say_a_cuda_backend_was_skipped(tmp_path):
+    """certify/verify: a CUDA backend asked for with --float where there is no GPU is reported
+    skipped, with the reason, exit 0; asked for with --require-float, one line, exit 2."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is here: nothing is skipped")
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "p.csv").write_text("x,label\n0,0\n1,1\n2,0\n3,1\n")
+
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "lncapacity", "certify", "p.csv", "--quiet", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+        )
+
+    r = run("--float", "float64,torch-cuda-bfloat16")
+    assert r.returncode == 0 and "torch-cuda-bfloat16: skipped (no CUDA device here" in r.stdout
+    s = json.loads(run("--float", "torch-cuda-tf32", "--json").stdout)
+    assert s["float"]["torch-cuda-tf32"]["skipped"].startswith("no CUDA device")
+    r = run("--require-float", "torch-cuda-float32")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no CUDA device" in r.stderr
 
 
 def _nets_to_bound():

@@ -54,6 +54,32 @@ def test_no_forged_grouped_net_is_accepted():
         assert d["requires"] == ["groups"] and forgery.net_is_true(d, X, y)
 
 
+def test_no_forged_rms_net_is_accepted():
+    """RMSNorm nets built through the correspondence (proofs/rmsnorm.md), mutated in their
+    normalisers (dropped, made LayerNorm, unknown values, groups, requires without "rms") and
+    as any net; the oracle evaluates each RMSNorm layer without centring."""
+    tally = forgery.net_campaign(300, seed=19, rms=True)
+    _report("RMSNorm nets", tally)
+    assert tally.forgeries == []
+    assert tally.tried == 300 and tally.rejected > 100 and tally.accepted_true > 10
+    assert set(forgery.RMS_KINDS) <= set(tally.kinds)
+    lax = forgery.net_campaign(300, seed=7, rms=True, verify=lambda text, points: True)
+    assert {"norm-drop", "norm-ln", "norm-value", "rms-requires-drop"} <= set(lax.forgeries)
+    for d, X, y, _ in forgery.rms_net_bases(__import__("random").Random(7)):
+        assert "rms" in d["requires"] and forgery.net_is_true(d, X, y)
+
+
+def test_no_forged_rms_shattering_certificate_is_accepted():
+    tally = forgery.shatter_campaign(150, seed=23, rms=True)
+    _report("RMSNorm shattering certificates", tally)
+    assert tally.forgeries == []
+    assert tally.tried == 150 and tally.rejected > 50 and tally.accepted_true > 0
+    lax = forgery.shatter_campaign(150, seed=5, rms=True, verify=lambda path: True)
+    assert {"margin-up", "drop", "summary"} <= set(lax.forgeries)
+    for text in forgery.rms_shatter_bases(__import__("random").Random(5)):
+        assert forgery.certificate_is_true(text)
+
+
 def test_no_forged_theorem_certificate_is_accepted():
     """LN-G step and block nets, which the certificate decides by their margin theorems
     (proofs/ln_g_steps.md Theorem 8, proofs/ln_g_depth.md Theorem 5), mutated where the

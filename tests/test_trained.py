@@ -209,7 +209,7 @@ def test_malformed_lnnet_1_1_names_the_field(mutate, message):
 
 
 def test_known_features():
-    assert FEATURES == ("ln-affine", "widths", "algebraic", "groups")
+    assert FEATURES == ("ln-affine", "widths", "algebraic", "groups", "rms")
 
 
 # ---------------------------------------------------------------------------

@@ -79,6 +79,12 @@ def _algebraic(net: LNNet[Any]) -> bool:
     return has_radicals(net)
 
 
+def _plain(net: LNNet[Any]) -> bool:
+    """Whether every layer normalises as a whole, without gain or bias (LayerNorm or RMSNorm:
+    the scalar chain's forms)."""
+    return all(n.is_identity and n.groups == 1 for n in net.norms)
+
+
 def rank_one(W: Sequence[Sequence[fmpq]]) -> tuple[list[fmpq], list[fmpq]] | None:
     """``(col, row)`` with ``W = col row^T`` exactly, or None if the rank exceeds one."""
     pivot = next(((i, j) for i, r in enumerate(W) for j, w in enumerate(r) if w != 0), None)
@@ -96,7 +102,7 @@ def _rank_one_tail(net: LNNet[fmpq]) -> tuple[int, Any] | None:
     """``(j, chain)``: the layers from ``j >= 1`` on, with the readout, as a
     :func:`scalar_chain` (the longest such tail), or None.  Circle layers followed by
     ``runs`` folds (``--method circle`` handing over) are such nets."""
-    if net.norms:
+    if not _plain(net):
         return None
     j = len(net.layers)
     while j > 0 and rank_one(net.layers[j - 1].W) is not None:
@@ -104,7 +110,8 @@ def _rank_one_tail(net: LNNet[fmpq]) -> tuple[int, Any] | None:
     if j == 0 or j == len(net.layers):
         return None
     d = len(net.layers[j].W[0])
-    tail = LNNet(d, net.width, net.eps, net.layers[j:], net.readout, net.classes, {})
+    norms = net.norms[j:] if net.norms else ()
+    tail = LNNet(d, net.width, net.eps, net.layers[j:], net.readout, net.classes, {}, norms)
     chain = scalar_chain(tail)
     return None if chain is None else (j, chain)
 
@@ -116,7 +123,8 @@ def scalar_chain(net: LNNet[fmpq]) -> Any:
     ``s_l = r_l . h_{l-1}`` (``s_1 = r_1 . x``).  Centring gives ``A s + B`` with
     ``A = P c_l``, ``B = P b_l`` (``P = I - 1 1^T / n``), whose variance is
     ``g (s - s0)^2 + k - eps`` after completing the square (``g = |A|^2 / n``,
-    ``s0 = -(A . B) / |A|^2``, ``k = |B - (A.B/|A|^2) A|^2 / n + eps >= 0``).  So for
+    ``s0 = -(A . B) / |A|^2``, ``k = |B - (A.B/|A|^2) A|^2 / n + eps >= 0``; an RMSNorm
+    layer does not centre: ``A = c_l``, ``B = b_l``, the same form).  So for
     each read ``m`` of ``h_l`` (the next layer's ``r``, or the readout's rows):
 
         m . h_l = (m.A (s - s0) + m.(A s0 + B)) / sqrt(g (s - s0)^2 + k).
@@ -126,7 +134,7 @@ def scalar_chain(net: LNNet[fmpq]) -> Any:
     layers, with a layer of rank two or more, or with a layer whose variance plus
     ``eps`` can vanish (``k = 0``).
     """
-    if net.norms or _algebraic(net):
+    if not _plain(net) or _algebraic(net):
         return None
     factors = [rank_one(layer.W) for layer in net.layers]
     if not net.layers or any(f is None for f in factors):
@@ -136,6 +144,8 @@ def scalar_chain(net: LNNet[fmpq]) -> Any:
     for li, (layer, (col, _)) in enumerate(zip(net.layers, factors, strict=True)):  # type: ignore[misc]
         n = len(layer.b)
         mean_c, mean_b = sum(col, fmpq(0)) / n, sum(layer.b, fmpq(0)) / n
+        if net.norm(li).rms:  # RMSNorm: no centring
+            mean_c = mean_b = fmpq(0)
         A = [ci - mean_c for ci in col]
         B = [bi - mean_b for bi in layer.b]
         aa = sum((a * a for a in A), fmpq(0))

@@ -43,17 +43,22 @@ Layer = tuple[iv.Interval, iv.Interval, int]
 
 def _interval_layer_maps(net: LNNet[fmpq], layers: Sequence[Affine[fmpq]]) -> list[Layer]:
     """``P W`` and ``P b`` of each layer, ``P`` the centring of each group (``I - 1 1^T / n``
-    for a LayerNorm), applied to the exact weights and then enclosed."""
+    for a LayerNorm; ``P = I`` for an RMSNorm, which does not centre), applied to the exact
+    weights and then enclosed."""
     out = []
     for i, layer in enumerate(layers):
         n = len(layer.b)
         k = n // net.norm(i).groups
+        zero = fmpq(0) if net.norm(i).rms else None  # RMSNorm: no mean is subtracted
         PW: list[list[fmpq]] = []
         Pb: list[fmpq] = []
         for t in range(0, n, k):  # each group (the whole layer for a LayerNorm)
             block, bias = layer.W[t : t + k], layer.b[t : t + k]
-            col_mean = [sum((row[j] for row in block), fmpq(0)) / k for j in range(len(block[0]))]
-            b_mean = sum(bias, fmpq(0)) / k
+            col_mean = [
+                zero if zero is not None else sum((row[j] for row in block), fmpq(0)) / k
+                for j in range(len(block[0]))
+            ]
+            b_mean = zero if zero is not None else sum(bias, fmpq(0)) / k
             PW += [[w - mu for w, mu in zip(row, col_mean, strict=True)] for row in block]
             Pb += [v - b_mean for v in bias]
         out.append((iv.enclose(np.array(PW, dtype=object)), iv.enclose(Pb), k))
@@ -61,7 +66,8 @@ def _interval_layer_maps(net: LNNet[fmpq], layers: Sequence[Affine[fmpq]]) -> li
 
 
 def _interval_layer(layer: Layer, h: iv.Interval, eps: iv.Interval) -> iv.Interval:
-    """One LayerNorm layer: ``c = (P W) h + P b``, then ``c / sqrt(sum(c^2) / n + eps)``."""
+    """One LayerNorm layer: ``c = (P W) h + P b``, then ``c / sqrt(sum(c^2) / n + eps)``
+    (RMSNorm: ``P = I``)."""
     PW, Pb, _ = layer
     c = iv.add(iv.matvec(PW, h), (Pb[0][None, :], Pb[1][None, :]))
     var = iv.total(iv.square(c))
@@ -97,7 +103,8 @@ def interval_pass(
     For a net without gains (see :meth:`LNNet.folded`).  Each layer is computed
     as ``c = (P W) h + P b`` with the centring ``P = I - 1 1^T / n`` applied to the
     exact weights first (so the mean is never subtracted in floats, which would
-    widen the intervals), then ``h = c / sqrt(sum(c^2) / n + eps)``; the margins
+    widen the intervals; an RMSNorm layer has ``P = I``), then
+    ``h = c / sqrt(sum(c^2) / n + eps)``; the margins
     use the exact differences ``R_label - R_j`` of the readout rows.  Vectorised over
     points and features, :data:`INTERVAL_CHUNK` entries at a time.
 

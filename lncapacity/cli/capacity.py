@@ -1,4 +1,4 @@
-"""``lncapacity capacity``: certified nets for random labels, LN against LN-G."""
+"""``lncapacity capacity``: certified nets for random labels, LN against LN-G and RMSNorm."""
 
 from __future__ import annotations
 
@@ -22,18 +22,25 @@ RANK_WIDTH, RANK_GROUPS, RANK_DEPTH = 64, 16, 6
 of 4, depth 6 (layers 1 to 6)."""
 BITS = 64
 """Bits per parameter in the counting bound (float64)."""
+EQUAL_WIDTH, EQUAL_GROUPS, EQUAL_DEPTH = 16, 4, 2
+"""``--train``'s comparison at equal parameter count: LayerNorm, RMSNorm (with a bias),
+GroupNorm and RMSNorm in groups (PLS), each of width 16 (groups: 4 of 4), depth 2."""
 TRAIN_MISSING = "n/a (needs lncapacity.train)"
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = sub.add_parser(
         "capacity",
-        help="certified LN and LN-G nets for random labels, the counting bound, and ranks",
+        help="certified LN, LN-G and RMSNorm nets for random labels, the counting bound, ranks",
         description="For m random points in R^dim with k random labels (each k of --classes): "
         "the width-3 LN-Net (ln3) and LN-G nets of depth 1, 2, 3 (arch ln-g), each built and "
-        "certified (total width, groups, depth, parameters, time); the counting lower bound "
+        "certified, and their RMSNorm twins (rms: width 2; rms-g: groups of 2; "
+        "proofs/rmsnorm.md), each certified on its own (total width, groups, depth, "
+        "parameters, time); the counting lower bound "
         f"on {BITS}-bit parameters (proofs/ln_rank.md, Proposition 4); the train accuracy of "
         "a least-squares linear model and, with --train, of Adam on the same architectures "
+        "and on LayerNorm, RMSNorm, GroupNorm and RMSNorm in groups of equal parameter count "
+        f"(width {EQUAL_WIDTH}, depth {EQUAL_DEPTH}, {EQUAL_GROUPS} groups) "
         "(measured in floats, never certified); and the rank of each layer's LayerNorm "
         f"output of untrained width-{RANK_WIDTH} nets, LN against LN-G ({RANK_GROUPS} groups), "
         f"depth 1 to {RANK_DEPTH}, on the points: proved when a certified nonzero minor meets "
@@ -150,6 +157,7 @@ def capacity_summary(
         archs: list[tuple[str, int | None]] = [("ln3", None)] if ln3 else []
         archs += [("ln-g", d) for d in LN_G_DEPTHS]
         nets = [_row(points, arch, depth, k, quiet) for arch, depth in archs]
+        nets += [_twin_row(points, row, quiet) for row in list(nets)]
         if train:
             for row in nets:
                 _train_row(row, X, y, trainer, seed, train_iter, quiet)
@@ -159,6 +167,11 @@ def capacity_summary(
                 "counting_bound": counting_bound(m, k, BITS),
                 "linear_train_accuracy": linear_accuracy(X, y),
                 "nets": [{key: v for key, v in r.items() if key != "net"} for r in nets],
+                **(
+                    {"equal_parameters": _equal(X, y, trainer, seed, train_iter, quiet)}
+                    if train
+                    else {}
+                ),
             }
         )
     return {
@@ -173,9 +186,7 @@ def capacity_summary(
 
 def _row(points: Any, arch: str, depth: int | None, k: int, quiet: bool) -> dict[str, Any]:
     """Build and certify one architecture; the row of the table (``net``: the net, or None)."""
-    from ..certify import certify
     from ..construct import build
-    from ..theory.capacity import parameter_count
 
     name = arch if depth is None else f"{arch} depth {depth}"
     row: dict[str, Any] = {"arch": arch, "depth": depth, "net": None}
@@ -188,6 +199,31 @@ def _row(points: Any, arch: str, depth: int | None, k: int, quiet: bool) -> dict
         if arch == "ln3" or depth == 1:  # these are built today: a failure is an error
             raise
         return {**row, "status": "not built", "note": str(e)}
+    return _certified_row(points, row, net, name, start, quiet)
+
+
+def _twin_row(points: Any, ln_row: dict[str, Any], quiet: bool) -> dict[str, Any]:
+    """The RMSNorm twin of a LayerNorm row's net (:func:`lncapacity.construct.rms.rms_net`,
+    proofs/rmsnorm.md), certified on its own: arch ``rms`` (of ``ln3``) or ``rms-g``."""
+    from ..construct.rms import rms_net
+
+    arch = "rms" if ln_row["arch"] == "ln3" else "rms-g"
+    row: dict[str, Any] = {"arch": arch, "depth": ln_row["depth"], "net": None}
+    if ln_row["net"] is None:
+        return {**row, "status": "not built", "note": ln_row.get("note", "its twin not built")}
+    start = time.perf_counter()
+    name = arch if arch == "rms" else f"{arch} depth {ln_row['depth']}"
+    net, _ = run(name, quiet, lambda bar: rms_net(ln_row["net"]))
+    return _certified_row(points, row, net, name, start, quiet)
+
+
+def _certified_row(
+    points: Any, row: dict[str, Any], net: Any, name: str, start: float, quiet: bool
+) -> dict[str, Any]:
+    """``row`` with ``net`` certified: its shape, parameters, verdict and time."""
+    from ..certify import certify
+    from ..theory.capacity import parameter_count
+
     cert, _ = run(f"certify {name}", quiet, lambda bar: certify(net, points, progress=bar))
     seconds = time.perf_counter() - start
     return {
@@ -230,6 +266,7 @@ def _train_row(
     if trainer is None:
         row["train_accuracy"], row["train_note"] = None, TRAIN_MISSING
         return
+    rms = {"norm": "rms"} if net.rms else {}  # the fake trainers of the tests take no norm
     try:
         result, seconds = run(
             f"train {row['arch']} depth {net.depth}",
@@ -242,6 +279,7 @@ def _train_row(
                 groups=net.groups[0],
                 random_state=seed,
                 max_iter=train_iter,
+                **rms,
             ),
         )
     except InputError as e:  # the trainer's own limits (e.g. its widest layer): a row note
@@ -252,6 +290,54 @@ def _train_row(
         row["train_note"] = f"{train_iter} Adam steps at most, {seconds:.1f} s"
     except AttributeError:
         row["train_accuracy"], row["train_note"] = None, TRAIN_MISSING
+
+
+def _equal(
+    X: Any, y: Any, trainer: Callable[..., Any] | None, seed: int, train_iter: int, quiet: bool
+) -> list[dict[str, Any]]:
+    """Adam on LayerNorm, RMSNorm, GroupNorm and RMSNorm in groups of equal width, depth and
+    parameter count (RMSNorm with a gain and a bias, ``ParallelLN(centering=False)``)."""
+    rows = []
+    for name, norm, groups in (
+        ("LayerNorm", "ln", 1),
+        ("RMSNorm", "rms", 1),
+        ("GroupNorm", "ln", EQUAL_GROUPS),
+        ("RMSNorm in groups", "rms", EQUAL_GROUPS),
+    ):
+        row: dict[str, Any] = {"norm": name, "width": EQUAL_WIDTH, "depth": EQUAL_DEPTH}
+        row["groups"] = groups
+        if trainer is None:
+            rows.append({**row, "train_accuracy": None, "note": TRAIN_MISSING})
+            continue
+        try:
+            result, seconds = run(
+                f"train {name}",
+                quiet,
+                lambda bar, norm=norm, groups=groups: trainer(
+                    X,
+                    y,
+                    width=EQUAL_WIDTH,
+                    depth=EQUAL_DEPTH,
+                    groups=groups,
+                    random_state=seed,
+                    max_iter=train_iter,
+                    norm=norm,
+                ),
+            )
+        except InputError as e:  # the trainer's own limits: a row note
+            rows.append({**row, "train_accuracy": None, "note": f"not trained: {e}"})
+            continue
+        module = getattr(result, "module", None)
+        params = sum(p.numel() for p in module.parameters()) if module is not None else None
+        rows.append(
+            {
+                **row,
+                "parameters": params,
+                "train_accuracy": float(result.train_accuracy),
+                "seconds": round(seconds, 3),
+            }
+        )
+    return rows
 
 
 def _ranks(m: int, dim: int, seed: int, quiet: bool) -> dict[str, Any]:
@@ -302,7 +388,7 @@ def _print_text(s: dict[str, Any], train: bool) -> None:
         head = f"  {'arch':<12} {'depth':>6} {'width':>7} {'groups':>7} {'params':>8}  certified"
         print(head + f"{'':>14}{'time':>9}" + ("   Adam train acc" if train else ""))
         for n in r["nets"]:
-            name = n["arch"] if n["arch"] == "ln3" else f"ln-g d={n['depth']}"
+            name = n["arch"] if n["arch"] in ("ln3", "rms") else f"{n['arch']} d={n['depth']}"
             if n["status"] == "not built":
                 why = "" if "not built yet" in n["note"] else f": {n['note']}"
                 line = f"  {name:<12} not built{why}"
@@ -317,6 +403,18 @@ def _print_text(s: dict[str, Any], train: bool) -> None:
                 acc = n.get("train_accuracy")
                 line += f"   {acc:.3f}" if acc is not None else f"   {n.get('train_note')}"
             print(line)
+        if equal := r.get("equal_parameters"):
+            print(
+                f"  Adam at equal parameter count (width {equal[0]['width']}, depth "
+                f"{equal[0]['depth']}; RMSNorm with a gain and a bias):"
+            )
+            for e in equal:
+                acc = e["train_accuracy"]
+                shown = f"{acc:.3f}" if acc is not None else e.get("note", "")
+                print(
+                    f"    {e['norm']:<18} groups {e['groups']:>2}  params "
+                    f"{e.get('parameters') or '-':>6}  train acc {shown}"
+                )
     if s["ranks"] is None:
         return
     rk = s["ranks"]

@@ -21,22 +21,31 @@ from .report import check_and_report, check_float_options
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = sub.add_parser(
         "certify",
-        help="build a width-3 LN-Net (or an LN-G net) for labelled points and certify it",
-        description="Build a width-3 LN-Net (--arch ln-g: an LN-G net) that classifies "
+        help="build a width-3 LN-Net (or an LN-G or RMSNorm net) for labelled points and "
+        "certify it",
+        description="Build a width-3 LN-Net (--arch ln-g: an LN-G net; rms, rms-g: their "
+        "RMSNorm twins) that classifies "
         "every point of DATA (CSV with a 'label' column, .npy with labels in the last column, "
         "or .npz with X and y), certify it with rigorous ball arithmetic, and check it in "
         "float64 and float32 (NumPy, and PyTorch's own modules when torch is installed).",
     )
     c.add_argument("data", metavar="DATA")
     c.add_argument("--out", metavar="NET.json", help="write the net (lnnet/1)")
-    c.add_argument("--eps", default="0", help="LayerNorm epsilon, exact (default 0; 1e-5 as torch)")
+    c.add_argument(
+        "--eps",
+        default="0",
+        help="LayerNorm (RMSNorm) epsilon, exact (default 0; 1e-5 as torch)",
+    )
     c.add_argument(
         "--arch",
         default=DEFAULT_ARCH,
         choices=list(ARCHS),
         help="ln3 (default: the width-3 LN-Net, every --method) or ln-g (groups of 3, any "
         "number of classes: depth 1, one group per label boundary of a projection; --depth 2: "
-        "about 2 sqrt(boundaries) groups; --depth 3 or more: the depth-2 net re-stepped)",
+        "about 2 sqrt(boundaries) groups; --depth 3 or more: the depth-2 net re-stepped); "
+        "rms, rms-g: the RMSNorm twin of the ln3 or ln-g net (width 2, or RMSNorm in groups "
+        "of 2: parallel layer scaling), its weights rounded to rationals and certified on its "
+        "own (proofs/rmsnorm.md)",
     )
     c.add_argument("--depth", type=int, metavar="L", help="pad to exactly L LayerNorm layers")
     c.add_argument(
@@ -89,8 +98,10 @@ def cmd_certify(args: argparse.Namespace) -> int:
     check_scheduler(args)
     if args.depth is not None and args.depth > fileformat.MAX_DEPTH:
         raise InputError(f"--depth {args.depth}: beyond the limit of {fileformat.MAX_DEPTH} layers")
-    if args.arch == "ln-g":
+    if args.arch in ("ln-g", "rms-g"):
         ln_g_arguments(args)
+    if args.exact and args.arch != "ln3":
+        raise InputError(f"--arch {args.arch}: --exact builds ln3 nets (algebraic weights)")
     if args.exact and args.method != "pma":
         raise InputError("--exact: exact merges are the paper's algorithm; add --method pma")
     if args.objective != OBJECTIVES[0] and args.method != "circle":
@@ -143,17 +154,22 @@ def seconds(text: str) -> float:
 
 
 def ln_g_arguments(args: argparse.Namespace) -> None:
-    """:class:`InputError` for options ``--arch ln-g`` does not take (before any work)."""
+    """:class:`InputError` for options ``--arch ln-g`` (and ``rms-g``) does not take (before
+    any work)."""
     if args.method != DEFAULT_METHOD:
         raise InputError(
-            f"--arch ln-g: --method {args.method} builds ln3 nets; ln-g nets are built by "
+            f"--arch {args.arch}: --method {args.method} builds ln3 nets; ln-g nets are built by "
             "steps, one group per label boundary (drop --method)"
         )
     if args.depth is not None and args.depth < 0:
-        raise InputError(f"--arch ln-g: --depth {args.depth}: a depth is at least 1")
+        raise InputError(f"--arch {args.arch}: --depth {args.depth}: a depth is at least 1")
     if args.depth == 0:
-        raise InputError("--arch ln-g: --depth 0 has no LayerNorm; ln-g nets have depth 1 or more")
+        raise InputError(
+            f"--arch {args.arch}: --depth 0 has no LayerNorm; ln-g nets have depth 1 or more"
+        )
     if args.exact:
-        raise InputError("--arch ln-g: --exact is the paper's algorithm for ln3 nets")
+        raise InputError(f"--arch {args.arch}: --exact is the paper's algorithm for ln3 nets")
     if args.budget is not None:
-        raise InputError("--arch ln-g: --budget limits the circle search of ln3 nets (drop it)")
+        raise InputError(
+            f"--arch {args.arch}: --budget limits the circle search of ln3 nets (drop it)"
+        )

@@ -14,11 +14,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "export",
         help="write a net as a PyTorch module (torch.save) and/or an ONNX model",
         description="Write an lnnet file as PyTorch's own modules (an nn.Sequential of Linear "
-        "and LayerNorm, GroupNorm for a layer in groups: its state dict and module kinds, "
-        "saved with torch.save as plain data that torch.load reads by default; "
+        "and LayerNorm, GroupNorm for a layer in groups, RMSNorm for an RMSNorm layer, "
+        "lncapacity's ParallelLN for one in groups or with a bias: its state dict and module "
+        "kinds, saved with torch.save as plain data that torch.load reads by default; "
         "lncapacity.interop.module_from_export(torch.load(path)) rebuilds the modules) "
-        "and/or as an ONNX model (Gemm and LayerNormalization, opset 17; needs the onnx "
-        "package).",
+        "and/or as an ONNX model (Gemm and LayerNormalization, opset 17; RMSNorm as "
+        "primitive operators; needs the onnx package).",
     )
     ex.add_argument("net", metavar="NET.json")
     ex.add_argument("--torch", metavar="MODEL.pt", help="write the PyTorch module here")

@@ -23,9 +23,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "import",
         help="read a PyTorch LN-Net (nn.Sequential of Linear and LayerNorm) as an exact net",
         description="Read MODEL (torch.save of an nn.Sequential of Linear and LayerNorm "
-        "(or GroupNorm) modules, or of its state_dict) with torch.load(weights_only=True), "
-        "convert every weight exactly, and write it as an lnnet file (lnnet/1, or lnnet/1.1 "
-        "when it has LayerNorm gains or biases, layers of different widths or in groups).",
+        "(or GroupNorm, RMSNorm) modules, or of its state_dict) with "
+        "torch.load(weights_only=True), convert every weight exactly, and write it as an "
+        "lnnet file (lnnet/1, or lnnet/1.1 when it has LayerNorm gains or biases, layers of "
+        "different widths, in groups or RMSNorms).",
     )
     im.add_argument("model", metavar="MODEL.pt")
     im.add_argument("--out", required=True, metavar="NET.json", help="the lnnet file to write")
@@ -33,11 +34,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--spec",
         metavar="KINDS",
         help="for a state dict: the module kinds in order, comma-separated (Linear, LayerNorm, "
-        "GroupNorm:G for a GroupNorm of G groups, Dropout, Identity); default: read off the "
-        "weights' shapes",
+        "GroupNorm:G for a GroupNorm of G groups, RMSNorm, ParallelLN:K and ParallelLS:K for "
+        "the parallel normalisations of groups of K features, centred and not, Dropout, "
+        "Identity); default: read off the weights' shapes",
     )
     im.add_argument(
-        "--eps", type=float, default=1e-5, help="for a state dict: the LayerNorms' eps (1e-5)"
+        "--eps", type=float, default=1e-5, help="for a state dict: the normalisers' eps (1e-5)"
     )
     im.add_argument("--classes", metavar="C1,C2", help="names of the outputs (default 0, 1, ...)")
     im.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
@@ -90,6 +92,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         "eps_float": json_float(to_float(net.eps)),
         "layernorm_affine": [not net.norm(i).is_identity for i in range(net.depth)],
         "groups": list(net.groups),  # of each LayerNorm (1) or GroupNorm (LN-G)
+        "rms": [net.norm(i).rms for i in range(net.depth)],  # RMSNorm (no centring)
         "dtype": net.meta["torch"]["dtype"],
     }
     if args.json:
@@ -104,6 +107,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             f"{len(net.classes)} outputs, eps {to_float(net.eps):g}, "
             f"{affine} LayerNorms with gain/bias"
             + (f", groups {'-'.join(map(str, net.groups))}" if net.grouped else "")
+            + (f", {sum(summary['rms'])} RMSNorms" if net.rms else "")
             + f" ({doc['format']})\n"
             f"wrote {args.out}"
         )

@@ -24,7 +24,8 @@ NOT_RIGHT_SHOWN, NOT_RIGHT_PRINTED = 1000, 20
 
 
 def float_backends(option: str | None) -> tuple[str, ...]:
-    """The backends ``--float`` asks for (checked before any long computation), or all there are."""
+    """The backends ``--float`` asks for (checked before any long computation), or all there are
+    (a CUDA backend named where no CUDA device is, is reported skipped, with the reason)."""
     if option is None:
         return floats.available_backends()
     names = tuple(dict.fromkeys(name.strip() for name in option.split(",") if name.strip()))
@@ -47,7 +48,9 @@ def check_float_options(args: argparse.Namespace) -> None:
     if args.float is not None:
         float_backends(args.float)
     if args.require_float is not None:
-        float_backends(args.require_float)
+        for name in float_backends(args.require_float):
+            if (why := floats.unavailable(name)) is not None:
+                raise InputError(f"--require-float {name}: {why}")
 
 
 def check_and_report(
@@ -66,8 +69,11 @@ def check_and_report(
     spread = {"workers": workers, "scheduler": getattr(args, "scheduler", None)}
     required = float_backends(args.require_float) if args.require_float else ()
     wanted = None  # every backend there is (the default, --float omitted), which includes required
+    skipped: dict[str, str] = {}  # asked for, but not runnable here (a CUDA one, no device)
     if args.float is not None:
         wanted = tuple(dict.fromkeys((*float_backends(args.float), *required)))
+        skipped = {b: why for b in wanted if (why := floats.unavailable(b)) is not None}
+        wanted = tuple(b for b in wanted if b not in skipped)
     # A large float pass (and PyTorch's import) runs in a process of its own while this one
     # certifies: on a core the certificate leaves idle.  Not after PyTorch has run here (a
     # process forked then can hang in its first parallel kernel): then, and for small
@@ -98,6 +104,8 @@ def check_and_report(
             files.append((out, fileformat.dumps(net_json)))
         fileformat.write_all_atomic(files)
     summary = _summary(net, points, cert, checks, seconds, out, args.certificate, written)
+    for backend, why in skipped.items():  # said so
+        summary["float"][backend] = {"skipped": why, "library": "torch"}
     summary |= extra or {}
     summary["torch_skipped"] = args.float is None and not set(scores) & set(floats.TORCH_BACKENDS)
     if args.json:
@@ -196,6 +204,7 @@ def _summary(
         "trained": net.meta.get("source") == "torch",  # imported from PyTorch
         "width": net.width,  # null when the layers' widths differ
         "widths": list(net.widths),
+        "norm": norm_kind(net),  # "ln", "rms" (RMSNorm) or "mixed"
         "certified": cert.certified,
         "all_certified": cert.all_certified,
         # every point is certainly right, certainly wrong, or undecided at the precision cap
@@ -285,9 +294,17 @@ def _eps_text(eps: str) -> str:
 
 
 def _width_text(s: dict[str, Any]) -> str:
+    kind = {"rms": " RMSNorm", "mixed": " (LayerNorm and RMSNorm)"}.get(s.get("norm", "ln"), "")
     if s["width"] is not None or not s["widths"]:
-        return str(s["width"] if s["width"] is not None else "-")
-    return "-".join(map(str, s["widths"]))
+        return str(s["width"] if s["width"] is not None else "-") + kind
+    return "-".join(map(str, s["widths"])) + kind
+
+
+def norm_kind(net: LNNet[Any]) -> str:
+    """``"ln"`` when every layer is a LayerNorm, ``"rms"`` when every one is an RMSNorm (in
+    groups or not), else ``"mixed"``."""
+    rms = {net.norm(i).rms for i in range(net.depth)}
+    return "mixed" if len(rms) > 1 else "rms" if rms == {True} else "ln"
 
 
 def _text(s: dict[str, Any]) -> str:
@@ -303,7 +320,11 @@ def _text(s: dict[str, Any]) -> str:
         f"{s['data']}: {s['points']} points in R^{s['dim']}{dup}, classes {classes}",
         f"net: width {_width_text(s)}, depth {s['depth']}"
         # PMA's bound is for width-3 nets; LN-G nets (steps, blocks) have their own
-        + (f" (bound m - 2 = {s['depth_bound']})" if s["method"] and s["width"] == 3 else "")
+        + (
+            f" (bound m - 2 = {s['depth_bound']})"
+            if s["method"] and s["width"] == (2 if s.get("norm") == "rms" else 3)
+            else ""
+        )
         + (
             f", {s['folds']} before padding"
             if s["folds"] is not None and s["folds"] != s["depth"]
@@ -335,6 +356,9 @@ def _text(s: dict[str, Any]) -> str:
     if s["points"] - s["certified"] > len(shown):
         lines.append(f"  ... and {s['points'] - s['certified'] - len(shown)} more")
     for name, c in s["float"].items():
+        if "skipped" in c:
+            lines.append(f"{name}: skipped ({c['skipped']})")
+            continue
         x = c["min_margin"]  # a float margin of 0 is a tie, not a tiny certified bound
         if x is None:  # infinite: +inf with one class, -inf (a NaN or infinite score) if wrong
             margin = "-inf (overflow or NaN)" if c["right"] < c["total"] else num(x)

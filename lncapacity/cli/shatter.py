@@ -87,12 +87,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     s.add_argument("--restarts", type=positive_int, default=16, help="search restarts per labeling")
     s.add_argument(
         "--arch",
-        choices=("ln3", "ln-g"),
+        choices=("ln3", "ln-g", "rms", "rms-g"),
         default="ln3",
         help="ln3: width-3 LN-Nets (default); ln-g: LN-G nets with --groups groups of 3 per layer "
-        "(one bump per point of the smaller class; default points 0, 1, ..., 2g)",
+        "(one bump per point of the smaller class; default points 0, 1, ..., 2g); rms, rms-g: "
+        "their RMSNorm twins (width 2, groups of 2; proofs/rmsnorm.md), each certified",
     )
-    s.add_argument("--groups", type=positive_int, metavar="G", help="groups of 3 (--arch ln-g)")
+    s.add_argument(
+        "--groups", type=positive_int, metavar="G", help="groups per layer (--arch ln-g, rms-g)"
+    )
     s.add_argument(
         "--resume",
         action="store_true",
@@ -106,12 +109,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def cmd_shatter(args: argparse.Namespace) -> int:
     from ..shatter import labels_of, random_points, shatter
 
-    if args.arch == "ln-g" and args.groups is None:
-        raise InputError("--arch ln-g needs --groups")
-    if args.arch == "ln3" and args.groups is not None:
-        raise InputError("--groups is for --arch ln-g")
+    grouped = args.arch in ("ln-g", "rms-g")
+    if grouped and args.groups is None:
+        raise InputError(f"--arch {args.arch} needs --groups")
+    if not grouped and args.groups is not None:
+        raise InputError("--groups is for --arch ln-g and rms-g")
+    rms = args.arch.startswith("rms")
     default = (
-        f"shatter-ln-g{args.groups}-L{args.depth}" if args.groups else f"shatter-L{args.depth}"
+        f"shatter-{'rms' if rms else 'ln'}-g{args.groups}-L{args.depth}"
+        if args.groups
+        else f"shatter-{'rms-' if rms else ''}L{args.depth}"
     )
     out = f"{default}.jsonl" if args.out is None else args.out
     check_scheduler(args)
@@ -134,6 +141,7 @@ def cmd_shatter(args: argparse.Namespace) -> int:
             progress=bar,
             search=search,
             groups=args.groups,
+            rms=rms,
             scheduler=args.scheduler,
             resume=args.resume,
             status=status_lines(bar),

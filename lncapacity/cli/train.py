@@ -35,6 +35,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=1,
         help="GroupNorm(G, width) layers (LN-G) instead of LayerNorm (default 1: LayerNorm)",
     )
+    t.add_argument(
+        "--norm",
+        choices=("ln", "rms"),
+        default="ln",
+        help="ln: LayerNorm or GroupNorm (default); rms: RMSNorm in --groups groups, with a "
+        "gain and a bias (ParallelLN(width, width / G, centering=False): LayerNorm's "
+        "parameters, one for one)",
+    )
     t.add_argument("--seed", type=int, default=0, help="initial weights' seed")
     t.add_argument("--max-iter", type=int, default=2000, help="Adam steps at most (2000)")
     t.add_argument("--lr", type=float, default=None, help="Adam's step size (default 0.01)")
@@ -58,6 +66,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         "random_state": args.seed,
         "max_iter": args.max_iter,
         "lr": DEFAULT_LR if args.lr is None else args.lr,
+        "norm": args.norm,
     }
     try:
         check_parameters(**params)

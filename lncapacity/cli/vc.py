@@ -28,11 +28,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     v.add_argument(
         "--arch",
-        choices=("ln3", "ln-g"),
+        choices=("ln3", "ln-g", "rms", "rms-g"),
         default="ln3",
-        help="ln3: width-3 LN-Net (default); ln-g: groups of 3 per layer",
+        help="ln3: width-3 LN-Net (default); ln-g: groups of 3 per layer; rms, rms-g: their "
+        "RMSNorm twins (width 2, groups of 2), the same bounds (proofs/rmsnorm.md)",
     )
-    v.add_argument("--groups", type=positive_int, help="groups of 3 per layer (--arch ln-g)")
+    v.add_argument("--groups", type=positive_int, help="groups per layer (--arch ln-g or rms-g)")
     v.add_argument(
         "--eps",
         default="0",
@@ -51,10 +52,10 @@ def cmd_vc(args: argparse.Namespace) -> int:
     from ..errors import InputError
     from ..theory.vc import repo_root, sandwich
 
-    if args.arch == "ln3" and args.groups not in (None, 1):
-        raise InputError("--groups is for --arch ln-g (ln3 is one group of 3 per layer)")
-    if args.arch == "ln-g" and args.groups is None:
-        raise InputError("--arch ln-g needs --groups")
+    if args.arch in ("ln3", "rms") and args.groups not in (None, 1):
+        raise InputError(f"--groups is for --arch ln-g or rms-g ({args.arch} is one group)")
+    if args.arch in ("ln-g", "rms-g") and args.groups is None:
+        raise InputError(f"--arch {args.arch} needs --groups")
     s = sandwich(args.arch, args.depth, args.dim, args.groups or 1, args.eps)
     report = s.to_dict()
     if args.verify and s.lower.kind == "certificate":
@@ -71,7 +72,12 @@ def cmd_vc(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=1))
         return EXIT_OK
-    arch = "width-3 LN-Net" if args.arch == "ln3" else f"LN-G, {s.groups} groups of 3 per layer"
+    arch = {
+        "ln3": "width-3 LN-Net",
+        "ln-g": f"LN-G, {s.groups} groups of 3 per layer",
+        "rms": "width-2 RMSNorm net",
+        "rms-g": f"RMSNorm in groups, {s.groups} groups of 2 per layer",
+    }[args.arch]
     eps = format_rational(s.eps)
     print(f"VC dimension, {arch}, depth {s.depth}, inputs in R^{s.dim} (eps = {eps}):")
     print(f"  {s.lower.value} <= VC <= {s.upper.value}   (gap {s.gap})")
@@ -80,6 +86,6 @@ def cmd_vc(args: argparse.Namespace) -> int:
     others = [b for b in s.uppers if b is not s.upper]
     for b in others:
         print(f"  (also upper {b.value}: {b.name} [{b.source}; holds for {b.holds}])")
-    if s.eps != 0 and s.dim >= 2 and args.arch == "ln3":
+    if s.eps != 0 and s.dim >= 2 and args.arch in ("ln3", "rms"):
         print("  (the sector count holds for eps = 0 only: with eps > 0 a disc, not a circle)")
     return EXIT_OK

@@ -34,6 +34,7 @@ from .multiclass import envelope, merge_runs_k, pma_k
 from .peel import merge_peel
 from .pma import Progress, order_groups, pma, power_of_two_near
 from .project import project, runs
+from .rms import ln_eps, rms_net  # archs "rms", "rms-g": the twins of ln3 and ln-g nets
 from .runfold import Unresolvable, interval_runs, merge_runs
 
 WIDTH = 3
@@ -82,10 +83,14 @@ the deadline), for 911 layers instead of 940 and none; random labels
 there are beyond circle's float64 reach (docs/tables/circle.md: 0.41 of ``m - 2`` at
 ``m = 1000``)."""
 CHOICES = ("auto", *METHODS)
-ARCHS = ("ln3", "ln-g")
+ARCHS = ("ln3", "ln-g", "rms", "rms-g")
 """The architectures :func:`build` builds: ``ln3``, the width-3 LN-Net (every method above),
 and ``ln-g``: depth 1 with one LayerNorm group of 3 per label boundary (:mod:`.groups`), or
-depth 2 and more with ``O(sqrt m)`` groups (blocks of label runs, :mod:`.groups_deep`)."""
+depth 2 and more with ``O(sqrt m)`` groups (blocks of label runs, :mod:`.groups_deep`);
+``rms`` and ``rms-g``: their RMSNorm twins, width 2 and RMSNorm in groups of 2 (parallel
+layer scaling), rounded to rationals (:func:`.rms.rms_net`, proofs/rmsnorm.md)."""
+RMS_ARCHS = {"rms": "ln3", "rms-g": "ln-g"}
+"""Each RMSNorm architecture and the LayerNorm one it is the twin of."""
 DEFAULT_ARCH = "ln3"
 
 
@@ -148,6 +153,9 @@ def build(
         fewer groups, about ``2 sqrt(b)`` for ``b`` label boundaries and two classes
         (:func:`.groups_deep.build_ln_g_deep`, proofs/ln_g_depth.md; depth 3 and more
         re-step the depth-2 net's scores, no fewer groups); ``method`` stays ``"auto"``.
+        ``"rms"`` and ``"rms-g"`` build the ``"ln3"`` or ``"ln-g"`` net (with ``eps`` times
+        2/3) and return its RMSNorm twin rounded to rationals (:func:`.rms.rms_net`): width
+        2, or RMSNorm in groups of 2 (proofs/rmsnorm.md); certify it, as any net.
     budget
         CPU seconds (``time.process_time``) the circle search for two classes may take
         (``auto``: after ``runs``, default :func:`auto_budget`; ``circle``: default no
@@ -196,6 +204,23 @@ def build(
         raise InputError(f"depth must be a non-negative integer, got {depth!r}")
     if arch not in ARCHS:
         raise InputError(f"unknown arch {arch!r} (choose from {', '.join(ARCHS)})")
+    if arch in RMS_ARCHS:  # the LayerNorm net with eps 2/3 of RMSNorm's, then its twin
+        if exact:
+            raise InputError("exact merges (algebraic weights) build ln3 nets only")
+        ln = build(
+            points,
+            eps=ln_eps(eps_q),
+            depth=depth,
+            method=method,
+            classes=classes,
+            seed=seed,
+            progress=progress,
+            arch=RMS_ARCHS[arch],
+            budget=budget,
+            objective=objective,
+        )
+        phase(progress, "RMSNorm twin")
+        return rms_net(ln)
     if objective not in OBJECTIVES:
         raise InputError(f"unknown objective {objective!r} (choose from {', '.join(OBJECTIVES)})")
     if objective != "faithful" and (method != "circle" or arch != "ln3" or exact):

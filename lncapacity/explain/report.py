@@ -188,11 +188,13 @@ def explain(
         if groups != 1:
             entry["groups"] = groups
         if a is not None and nxt is not None and groups == 1:
-            s0, g, k, a1, a2 = layer_constants(net, layer.b, a.col, nxt.row)
+            rms = net.norm(i - 1).rms
+            s0, g, k, a1, a2 = layer_constants(net, layer.b, a.col, nxt.row, not rms)
             fold = s0 + a2 * k / (a1 * g) if a1 != 0 and g != 0 else None
+            offset = (k - net.eps) / (3 * g) if g != 0 and not rms else None  # the gadget's
             entry.update(
                 centre=format_rational(s0),
-                offset_squared=format_rational((k - net.eps) / (3 * g)) if g != 0 else None,
+                offset_squared=format_rational(offset) if offset is not None else None,
                 fold_point=format_rational(fold) if fold is not None else None,
             )
         before, after = column_summary(i - 1), column_summary(i)
@@ -266,6 +268,7 @@ def explain(
             "depth": net.depth,
             "width": net.width,
             **({"groups": list(net.groups)} if net.grouped else {}),
+            **({"norm": "rms"} if net.rms else {}),
             "eps": format_rational(net.eps),
             "classes": names,
             "method": net.meta.get("method"),
@@ -384,7 +387,10 @@ def _readout_words(r: Mapping[str, Any], net: LNNet[fmpq]) -> str:
     n, k = net.widths[-1], len(net.classes)
     last = net.norm(net.depth - 1)
     after = "" if last.is_identity else " (with its gain and bias)"
-    kind = "LayerNorm" if last.groups == 1 else f"LN-G ({last.groups} groups of {n // last.groups})"
+    kind = "RMSNorm" if last.rms else "LayerNorm"
+    if last.groups != 1:
+        name = "RMSNorm in groups" if last.rms else "LN-G"
+        kind = f"{name} ({last.groups} groups of {n // last.groups})"
     return (
         f"readout: {k} scores, an affine map of layer {net.depth}'s {kind} output{after} "
         f"in R^{n} (rank above one: no single value decides); the highest score wins."

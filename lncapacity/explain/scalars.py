@@ -85,11 +85,18 @@ def reads(net: LNNet[fmpq]) -> list[Read | None]:
 
 
 def layer_constants(
-    net: LNNet[fmpq], b: Sequence[fmpq], col: Sequence[fmpq], row: Sequence[fmpq]
+    net: LNNet[fmpq],
+    b: Sequence[fmpq],
+    col: Sequence[fmpq],
+    row: Sequence[fmpq],
+    centre: bool = True,
 ) -> tuple[fmpq, fmpq, fmpq, fmpq, fmpq]:
-    """``(s0, g, k, a1, a2)`` of ``s' = (a1 + a2 (s - s0)) / sqrt(g (s - s0)^2 + k)``, exact."""
+    """``(s0, g, k, a1, a2)`` of ``s' = (a1 + a2 (s - s0)) / sqrt(g (s - s0)^2 + k)``, exact
+    (``centre=False``: an RMSNorm layer, no mean subtracted)."""
     n = len(b)  # the layer's width (widths may differ)
     mc, mb = sum(col, fmpq(0)) / n, sum(b, fmpq(0)) / n
+    if not centre:
+        mc = mb = fmpq(0)
     A = [c - mc for c in col]
     B = [x - mb for x in b]
     aa = sum((a * a for a in A), fmpq(0))
@@ -111,7 +118,7 @@ def fold_points(net: LNNet[fmpq]) -> list[fmpq | None]:
         if a is None or nxt is None or net.norm(j).groups != 1:  # LN-G: no single fold
             out.append(None)
             continue
-        s0, g, k, a1, a2 = layer_constants(net, layer.b, a.col, nxt.row)
+        s0, g, k, a1, a2 = layer_constants(net, layer.b, a.col, nxt.row, not net.norm(j).rms)
         out.append(s0 + a2 * k / (a1 * g) if a1 != 0 and g != 0 else None)
     return out
 
@@ -130,7 +137,8 @@ def ball_columns(net: LNNet[fmpq], points: PointSet, prec: int) -> list[list[arb
             nxt = rd[j + 1]
             if nxt is None:
                 break
-            p = layer_constants(net, layer.b, rd[j].col, nxt.row)  # type: ignore[union-attr]
+            centre = not net.norm(j).rms
+            p = layer_constants(net, layer.b, rd[j].col, nxt.row, centre)  # type: ignore[union-attr]
             s0, g, k, a1, a2 = (arb(q) for q in p)
             s = [(a1 + a2 * (v - s0)) / (g * (v - s0) ** 2 + k).sqrt() for v in s]
             cols.append(s)

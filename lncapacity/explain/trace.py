@@ -216,15 +216,15 @@ def layer_curve(
     col = np.array([to_float(c) for c in a.col])
     b = np.array([to_float(x) for x in L.b])
     row = np.array([to_float(c) for c in nxt.row])
-    eps, groups = to_float(net.eps), net.norm(layer - 1).groups
+    eps, norm = to_float(net.eps), net.norm(layer - 1)
     s = np.asarray(s, dtype=np.float64).ravel()
     out = np.empty(len(s))
     step = block_rows(net)  # a wide LN-G layer: the grid in blocks of bounded memory
     with np.errstate(all="ignore"):
         for i in range(0, len(s), step):
             y = np.outer(s[i : i + step], col) + b
-            if groups != 1:  # LN-G: no closed form of one fold, the layer itself in float64
-                h = layer_norm(y, eps, groups)
+            if norm.groups != 1 or norm.rms:  # LN-G, RMSNorm: the layer itself in float64
+                h = layer_norm(y, eps, norm.groups, not norm.rms)
             else:
                 y = y - y.mean(axis=1, keepdims=True)
                 h = y / np.sqrt((y * y).mean(axis=1, keepdims=True) + eps)

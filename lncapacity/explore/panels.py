@@ -405,7 +405,9 @@ def _marks(
     centre = fold = math.nan
     a, nxt = rd[layer - 1], rd[layer]
     if net.norm(layer - 1).groups == 1 and a is not None and nxt is not None:
-        centre = to_float(layer_constants(net, net.layers[layer - 1].b, a.col, nxt.row)[0])
+        centred = not net.norm(layer - 1).rms  # RMSNorm: no mean subtracted
+        b = net.layers[layer - 1].b
+        centre = to_float(layer_constants(net, b, a.col, nxt.row, centred)[0])
         fold = to_float(d.folds[layer - 1]) if d.folds[layer - 1] is not None else math.nan
     out = []
     for x0, what, dash in ((centre, "centre", "dash"), (fold, "fold point", "dot")):

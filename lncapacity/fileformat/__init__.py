@@ -43,6 +43,9 @@ it (so every net this package builds, and every file written before, stays
   ``n_l / g >= 2``, each with the net's ``eps`` (:mod:`lncapacity.model`); its ``ln``
   gain and bias stay per feature.  Such a file may be wider: up to
   :data:`MAX_GROUPED_WIDTH` features a layer, each group at most :data:`MAX_WIDTH`.
+* ``"rms"``: a layer's ``"norm": "rms"`` makes it an RMSNorm (no centring: ``y /
+  sqrt(mean(y^2) + eps)``, in each group with ``"groups"``, whose groups may then hold one
+  feature each); ``"norm": "ln"``, or no ``"norm"``, is LayerNorm (:mod:`lncapacity.model`).
 * ``"algebraic"``: a top-level ``"radicals"`` list, a radical straight-line
   program (:mod:`lncapacity.algebraic`: entries ``"p/q"``, ``{"add": [i, j]}``,
   ``sub``, ``mul``, ``div``, ``{"sqrt": i}`` with ``i, j`` earlier entries, or
@@ -92,8 +95,10 @@ from .outputs import (
 
 FORMAT = "lnnet/1"
 FORMAT_1_1 = "lnnet/1.1"
-FEATURES = ("ln-affine", "widths", "algebraic", "groups")
+FEATURES = ("ln-affine", "widths", "algebraic", "groups", "rms")
 """The features of ``lnnet/1.1`` this reader knows (see the module doc)."""
+NORMALISERS = ("ln", "rms")
+"""A layer's ``"norm"`` (with ``requires: ["rms"]``): LayerNorm or RMSNorm."""
 
 __all__ = [
     "FEATURES",
@@ -142,7 +147,7 @@ def to_dict(net: LNNet[fmpq]) -> dict[str, Any]:
         d = affine(a)
         norm = net.norm(i)
         if not norm.is_plain:
-            extra: dict[str, Any] = {}
+            extra: dict[str, Any] = {"norm": "rms"} if norm.rms else {}
             if not norm.is_identity:
                 ln = {}
                 for part in ("gain", "bias"):
@@ -162,6 +167,7 @@ def to_dict(net: LNNet[fmpq]) -> dict[str, Any]:
             ("widths", net.width is None),
             ("algebraic", radicals is not None),
             ("groups", net.grouped),
+            ("rms", net.rms),
         )
         if used
     ]
@@ -256,7 +262,7 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
     def norm(a: Any, where: str) -> Norm[fmpq]:
         ln = a.get("ln") if isinstance(a, Mapping) else None
         if ln is None:
-            return Norm(groups=group(a, where))
+            return Norm(groups=group(a, where), rms=kind(a, where))
         if "ln-affine" not in requires:
             raise fail(f"{where}.ln", 'needs "requires": ["ln-affine"] (format lnnet/1.1)')
         if not isinstance(ln, Mapping) or set(ln) - {"gain", "bias"}:
@@ -271,7 +277,20 @@ def from_dict(obj: Any, source: str = "net") -> LNNet[fmpq]:
                 if v is None
                 else tuple(number(x, f"{where}.ln.{part}[{i}]") for i, x in enumerate(v))
             )
-        return Norm(parts["gain"], parts["bias"], group(a, where))
+        return Norm(parts["gain"], parts["bias"], group(a, where), kind(a, where))
+
+    def kind(a: Any, where: str) -> bool:
+        """Whether layer ``a`` is an RMSNorm (its ``"norm"``)."""
+        if not isinstance(a, Mapping) or "norm" not in a:
+            return False
+        if "rms" not in requires:
+            raise fail(f"{where}.norm", 'needs "requires": ["rms"] (format lnnet/1.1)')
+        if a["norm"] not in NORMALISERS:
+            raise fail(
+                f"{where}.norm",
+                f"unknown normaliser {shown(a['norm'])} (choose from {', '.join(NORMALISERS)})",
+            )
+        return a["norm"] == "rms"
 
     def group(a: Any, where: str) -> int:
         if not isinstance(a, Mapping):

@@ -27,13 +27,16 @@ map (``W = I``, ``b = 0``, which floats compute exactly), and so does the
 readout after a final ``LayerNorm``.  ``nn.Identity``, ``nn.Flatten`` of 2-D
 inputs and ``nn.Dropout`` in eval mode are identities and are skipped; a
 ``Dropout`` in training mode is random and is refused (call ``model.eval()``).
-Anything else (ReLU, RMSNorm, ...) is refused with one line naming it: an
-LN-Net has no other nonlinearity.  ``RMSNorm`` does not centre, and no
-LayerNorm computes it, so it does not fit the model.  A ``GroupNorm`` reads as an
-LN-G layer (``GroupNorm(1, n)`` as a LayerNorm, which
-:func:`~lncapacity.interop.torch_out.to_torch` writes as
+Anything else (ReLU, ...) is refused with one line naming it: an LN-Net has no
+other nonlinearity.  A ``GroupNorm`` reads as an LN-G layer (``GroupNorm(1, n)`` as a
+LayerNorm, which :func:`~lncapacity.interop.torch_out.to_torch` writes as
 ``nn.LayerNorm``: the same function with the same weights); its input is ``(batch, n)``,
-as a Linear gives it.
+as a Linear gives it.  ``nn.RMSNorm`` reads as an RMSNorm layer (``Norm.rms``; with
+``eps=None``, PyTorch's ``finfo(dtype).eps`` of the Linear before it), and a ``ParallelLN``
+of Ni et al., "Parallel Layer Normalization for Universal Approximation" (the authors' class
+or :class:`lncapacity.parallel_norm.ParallelLN`, ``dim=2``) as LN-G (``centering=True``)
+or RMSNorm in groups (``centering=False``, parallel layer scaling); ``to_torch`` writes
+RMSNorm layers back as ``nn.RMSNorm``, or as ``ParallelLN`` in groups or with a bias.
 
 LayerNorm gains and biases are kept as they are (``Norm``): folding them into
 the next map is exact in rationals (:meth:`~lncapacity.model.LNNet.folded`,

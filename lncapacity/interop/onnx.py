@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -32,7 +34,12 @@ def to_onnx(net: LNNet[Any], dtype: str = "float32") -> bytes:
     bias zero), ``Reshape`` back to ``(m, n)``, then ``Mul`` by its gain and ``Add`` of its
     bias (each only when the layer has it).  ``dtype``: ``"float32"`` or ``"float64"``; the
     weights are the exact ones rounded to it.  ONNX stores ``epsilon`` as a float32
-    attribute, so a float64 model adds ``float32(eps)``, not ``eps``.
+    attribute, so a float64 model adds ``float32(eps)``, not ``eps``.  An RMSNorm layer (opset
+    17 has no ``RMSNormalization``, an operator from opset 23 on) is primitive operators in
+    each of its ``g`` groups: ``Reshape`` to ``(m, g, n / g)``, ``Mul`` (the squares),
+    ``ReduceMean`` over the last axis, ``Add`` of ``eps`` (a constant of the model's dtype:
+    ``float64(eps)`` in a float64 model), ``Sqrt``, ``Div``, ``Reshape`` back, then its gain and
+    bias.
     """
     try:
         import onnx
@@ -63,18 +70,15 @@ def to_onnx(net: LNNet[Any], dtype: str = "float32") -> bytes:
         inits.append(numpy_helper.from_array(np.array(dims, dtype=np.int64), name))
         return name
 
-    def groups(i: int, n: int, norm: Norm[Any], y: str) -> str:
-        """LN-G: Reshape, LayerNormalization in each group, Reshape, gain and bias."""
+    def in_groups(i: int, n: int, norm: Norm[Any], y: str, body: Callable[[str], str]) -> str:
+        """A layer normalised in its groups: ``Reshape`` to ``(m, g, n / g)``, ``body`` (the
+        name of its input to the name of its output), ``Reshape`` back, gain and bias."""
         g, k = norm.groups, n // norm.groups
         nodes.append(helper.make_node("Reshape", [y, shape(f"g{i}_in", [-1, g, k])], [f"{y}_g"]))
-        one = const(f"g{i}_one", [1] * k, f"layers[{i - 1}].ln")
-        zero = const(f"g{i}_zero", [0] * k, f"layers[{i - 1}].ln")
-        ln = helper.make_node(
-            "LayerNormalization", [f"{y}_g", one, zero], [f"u{i}_g"], axis=-1, epsilon=eps
-        )
-        nodes.append(ln)
         out = f"u{i}"
-        nodes.append(helper.make_node("Reshape", [f"u{i}_g", shape(f"g{i}_out", [-1, n])], [out]))
+        nodes.append(
+            helper.make_node("Reshape", [body(f"{y}_g"), shape(f"g{i}_out", [-1, n])], [out])
+        )
         for op, part in (("Mul", "gain"), ("Add", "bias")):
             v = getattr(norm, part)
             if v is not None:
@@ -83,13 +87,37 @@ def to_onnx(net: LNNet[Any], dtype: str = "float32") -> bytes:
                 out = f"{out}_{part}"
         return out
 
+    def ln_g(i: int, k: int, y: str) -> str:
+        """LayerNormalization over the last axis (each group of ``k``), no gain or bias."""
+        one = const(f"g{i}_one", [1] * k, f"layers[{i - 1}].ln")
+        zero = const(f"g{i}_zero", [0] * k, f"layers[{i - 1}].ln")
+        nodes.append(
+            helper.make_node(
+                "LayerNormalization", [y, one, zero], [f"{y}_ln"], axis=-1, epsilon=eps
+            )
+        )
+        return f"{y}_ln"
+
+    def rms(i: int, y: str) -> str:
+        """RMSNorm over the last axis: ``Div(y, Sqrt(ReduceMean(Mul(y, y)) + eps))``, ``eps`` a
+        constant of the model's dtype."""
+        nodes.append(helper.make_node("Mul", [y, y], [f"{y}_sq"]))
+        nodes.append(helper.make_node("ReduceMean", [f"{y}_sq"], [f"{y}_ms"], axes=[-1]))
+        e = const(f"r{i}_eps", [net.eps], "eps")
+        nodes.append(helper.make_node("Add", [f"{y}_ms", e], [f"{y}_var"]))
+        nodes.append(helper.make_node("Sqrt", [f"{y}_var"], [f"{y}_root"]))
+        nodes.append(helper.make_node("Div", [y, f"{y}_root"], [f"{y}_rms"]))
+        return f"{y}_rms"
+
     x = "x"
     for i, layer in enumerate(net.layers):
         n = len(layer.b)
         gemm(layer, x, f"y{i + 1}", f"layers[{i}]")
         norm = net.norm(i)
-        if norm.groups != 1:
-            x = groups(i + 1, n, norm, f"y{i + 1}")
+        if norm.rms or norm.groups != 1:
+            k = n // norm.groups
+            body = partial(rms, i + 1) if norm.rms else partial(ln_g, i + 1, k)
+            x = in_groups(i + 1, n, norm, f"y{i + 1}", body)
             continue
         scale = const(f"ln{i + 1}_gain", list(norm.gain or [1] * n), f"layers[{i}].ln.gain")
         bias = const(f"ln{i + 1}_bias", list(norm.bias or [0] * n), f"layers[{i}].ln.bias")

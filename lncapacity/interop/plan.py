@@ -88,6 +88,25 @@ def _attr(m: Any, attr: str, where: str) -> Any:
         raise InputError(f"{where}: has no {attr}") from None
 
 
+def _normalized_width(m: Any, where: str) -> int:
+    """The one dimension a LayerNorm or RMSNorm normalises over (its ``normalized_shape``)."""
+    shape = _attr(m, "normalized_shape", where)
+    if not isinstance(shape, (tuple, list)) or not all(
+        isinstance(s, int) and not isinstance(s, bool) for s in shape
+    ):
+        raise InputError(f"{where}: normalized_shape {_shown(shape)} is not integers")
+    if len(shape) != 1:
+        raise InputError(f"{where}: normalizes over {len(shape)} dimensions; only 1 fits")
+    return int(shape[0])
+
+
+def _parallel(m: Any) -> bool:
+    """Whether ``m`` is a ``ParallelLN`` (the authors' class or lncapacity's), by its name and
+    the attributes it is read by."""
+    names = ("num_features", "num_per_group", "eps", "centering", "affine", "dim")
+    return type(m).__name__ == "ParallelLN" and all(hasattr(m, a) for a in names)
+
+
 def _shown(v: Any) -> str:
     text = repr(v)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -147,17 +166,25 @@ def _plan(model: Any, name: str) -> list[tuple[str, Any, str, dict[str, Any]]]:
 
     Types, shapes and values of the modules' attributes, the chain of dimensions, and the limits
     (:data:`~lncapacity.fileformat.MAX_WIDTH`, ``MAX_INPUT_DIM``, ``MAX_DEPTH``,
-    :data:`MAX_IMPORT_NUMBERS`, :data:`MAX_COMPOSE_PRODUCTS`; with GroupNorm modules, widths
-    up to ``MAX_GROUPED_WIDTH``, each group at most ``MAX_WIDTH``) from the tensors' shapes
-    alone.  Returns ``(where, module, kind, checked attributes)`` for the Linear, LayerNorm and
-    GroupNorm modules and the skipped ones, in order.
+    :data:`MAX_IMPORT_NUMBERS`, :data:`MAX_COMPOSE_PRODUCTS`; with GroupNorm or parallel
+    modules, widths up to ``MAX_GROUPED_WIDTH``, each group at most ``MAX_WIDTH``) from the
+    tensors' shapes alone.  Returns ``(where, module, kind, checked attributes)`` for the
+    Linear, LayerNorm, GroupNorm, RMSNorm and ParallelLN modules and the skipped ones, in
+    order.  ``nn.RMSNorm`` (an RMSNorm layer) is read with its ``eps``, or with ``eps=None``
+    PyTorch's: ``torch.finfo`` of its input's dtype, the dtype of the Linear before it.  A
+    ``ParallelLN`` (Ni et al., "Parallel Layer Normalization for Universal Approximation":
+    the authors' class or :class:`lncapacity.parallel_norm.ParallelLN`, recognised by its name
+    and attributes) on ``(batch, n)`` inputs (``dim=2``) is LN-G (``centering=True``) or
+    RMSNorm in groups (``centering=False``).
     """
     torch = import_torch()
     nn = torch.nn
     max_depth, max_input_dim, max_width, max_grouped = _limits()
     mods = _modules(model, name) if isinstance(model, nn.Sequential) else [("", model)]
     # a net with LN-G layers may be wider (as its file may): each group is a LayerNorm
-    max_features = max_grouped if any(isinstance(m, nn.GroupNorm) for _, m in mods) else max_width
+    wide = any(isinstance(m, nn.GroupNorm) or _parallel(m) for _, m in mods)
+    max_features = max_grouped if wide else max_width
+    dtype: Any = None  # of the last Linear's weight: an RMSNorm's input
     plan: list[tuple[str, Any, str, dict[str, Any]]] = []
     dim: int | None = None
     input_dim: int | None = None
@@ -198,12 +225,15 @@ def _plan(model: Any, name: str) -> list[tuple[str, Any, str, dict[str, Any]]]:
     def normalizer(
         where: str, m: Any, kind: str, n: int, e: float, gain: Any, bias: Any, **more: Any
     ) -> None:
-        """A LayerNorm or GroupNorm of ``n`` features (its ``eps``, weight and bias) in its
-        place: after the affine map since the last one."""
+        """A LayerNorm, GroupNorm, RMSNorm or ParallelLN of ``n`` features (its ``eps``, weight
+        and bias) in its place: after the affine map since the last one."""
         nonlocal depth, pending
+        shape = (1, n) if kind == "ParallelLN" else (n,)
         for part, t in (("weight", gain), ("bias", bias)):
-            if t is not None and _shape(t, f"{where}.{part}", 1) != (n,):
-                raise InputError(f"{where}.{part}: shape {list(t.shape)}, but [{n}] is needed")
+            if t is not None and _shape(t, f"{where}.{part}", len(shape)) != shape:
+                raise InputError(
+                    f"{where}.{part}: shape {list(t.shape)}, but {list(shape)} is needed"
+                )
         need(n, where)
         depth += 1
         if depth > max_depth:
@@ -212,7 +242,7 @@ def _plan(model: Any, name: str) -> list[tuple[str, Any, str, dict[str, Any]]]:
         count(rows, cols, 2 * n, where)
         eps.add(e)
         pending = None
-        plan.append((where, m, kind, {"weight": gain, "bias": bias, "n": n, **more}))
+        plan.append((where, m, kind, {"weight": gain, "bias": bias, "n": n, "eps": e, **more}))
 
     for key, m in mods:
         where = here(key, m)
@@ -243,16 +273,10 @@ def _plan(model: Any, name: str) -> list[tuple[str, Any, str, dict[str, Any]]]:
                     )
                 pending = (out_f, pending[1])
             dim = out_f
+            dtype = W.dtype
             plan.append((where, m, "Linear", {"weight": W, "bias": b}))
         elif isinstance(m, nn.LayerNorm):
-            shape = _attr(m, "normalized_shape", where)
-            if not isinstance(shape, (tuple, list)) or not all(
-                isinstance(s, int) and not isinstance(s, bool) for s in shape
-            ):
-                raise InputError(f"{where}: normalized_shape {_shown(shape)} is not integers")
-            if len(shape) != 1:
-                raise InputError(f"{where}: normalizes over {len(shape)} dimensions; only 1 fits")
-            n = shape[0]
+            n = _normalized_width(m, where)
             if n < 2:
                 raise InputError(f"{where}: normalizes a single feature (always 0)")
             width(n, where, "width")
@@ -299,14 +323,39 @@ def _plan(model: Any, name: str) -> list[tuple[str, Any, str, dict[str, Any]]]:
                 )
             plan.append((where, m, "skip", {}))
         elif isinstance(m, getattr(nn, "RMSNorm", ())):
-            raise InputError(
-                f"{where}: not supported (it does not centre, so it is no LayerNorm; "
-                "an LN-Net has Linear and LayerNorm only)"
-            )
+            n = _normalized_width(m, where)
+            width(n, where, "width")
+            if _attr(m, "eps", where) is not None:
+                e = _real_attr(m, "eps", where, 0.0)
+            elif dtype is not None:  # PyTorch's default: the resolution of its input's dtype
+                e = float(torch.finfo(dtype).eps)
+            else:
+                raise InputError(f"{where}: eps=None with no Linear before it: set its eps")
+            normalizer(where, m, "RMSNorm", n, e, _attr(m, "weight", where), None, rms=True)
+        elif _parallel(m):
+            n = _int_attr(m, "num_features", where)
+            k = _int_attr(m, "num_per_group", where)
+            width(n, where, "num_features", max_features)
+            if k < 1 or n % k:
+                raise InputError(f"{where}: groups of {k} do not divide {n} features evenly")
+            centering, affine = _attr(m, "centering", where), _attr(m, "affine", where)
+            if not isinstance(centering, bool) or not isinstance(affine, bool):
+                raise InputError(f"{where}: centering and affine must be True or False")
+            if centering and k < 2:
+                raise InputError(f"{where}: normalizes groups of a single feature (always 0)")
+            if _attr(m, "dim", where) != 2:
+                raise InputError(f"{where}: dim {_shown(m.dim)}; (batch, features) inputs: dim=2")
+            width(k, where, "group width")
+            e = _real_attr(m, "eps", where, 0.0)
+            gain, bias = _attr(m, "weight", where), _attr(m, "bias", where)
+            if affine != (gain is not None) or affine != (bias is not None):
+                raise InputError(f"{where}: affine is {affine}, its weight and bias disagree")
+            more = {"groups": n // k, "rms": not centering}
+            normalizer(where, m, "ParallelLN", n, e, gain, bias, **more)
         else:
             raise InputError(
-                f"{where}: not supported (an LN-Net has Linear and LayerNorm (or GroupNorm) "
-                "modules only)"
+                f"{where}: not supported (an LN-Net has Linear and LayerNorm (or GroupNorm, "
+                "RMSNorm, ParallelLN) modules only)"
             )
     if dim is None:
         raise InputError(f"{name}: no Linear or LayerNorm module to read")

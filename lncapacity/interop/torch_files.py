@@ -18,7 +18,16 @@ from ..model import LNNet
 from .torch_in import from_state_dict, from_torch
 from .torch_out import TORCH_EXPORT_FORMAT, module_from_export, torch_export
 
-SAFE_MODULES = ("Sequential", "Linear", "LayerNorm", "GroupNorm", "Identity", "Dropout", "Flatten")
+SAFE_MODULES = (
+    "Sequential",
+    "Linear",
+    "LayerNorm",
+    "GroupNorm",
+    "RMSNorm",
+    "Identity",
+    "Dropout",
+    "Flatten",
+)
 """The ``torch.nn`` classes :func:`load_torch` lets ``torch.load(weights_only=True)`` rebuild."""
 
 
@@ -64,7 +73,7 @@ def load_torch(
         raise InputError(f"{p}: its zip entries expand to {expanded} bytes, beyond {limit}")
     # torch.save's zip format stores the tensors uncompressed: mapped, not read
     mmap = bool(infos) and all(i.compress_type == zipfile.ZIP_STORED for i in infos)
-    allowed = [getattr(torch.nn, n) for n in SAFE_MODULES]
+    allowed = [getattr(torch.nn, n) for n in SAFE_MODULES if hasattr(torch.nn, n)]
     safe_globals = getattr(torch.serialization, "safe_globals", None)  # torch >= 2.5
     try:
         if safe_globals is None:  # older torch: tensors and containers only (state dicts)
@@ -104,8 +113,8 @@ def _unpickling_reason(err: Exception) -> str:
                 glob = found[1].strip().strip("`'\"<>").removeprefix("class ").strip("'")
                 return (
                     f"it pickles {glob}, which is not an LN-Net module (this tool loads only "
-                    "tensors, Sequential, Linear, LayerNorm, GroupNorm, Identity, Dropout and "
-                    "Flatten, "
+                    "tensors, Sequential, Linear, LayerNorm, GroupNorm, RMSNorm, Identity, Dropout "
+                    "and Flatten, "
                     "and never runs a file's code)"
                 )
     lines = [

@@ -57,6 +57,13 @@ def _exact_tensor(t: Any, where: str) -> list[Any]:
     return _exact_nested(a)
 
 
+def _vector(t: Any, where: str) -> tuple[Any, ...]:
+    """The exact rationals of a normaliser's weight or bias (``[n]``, or ``ParallelLN``'s
+    ``[1, n]``), as one tuple."""
+    values = _exact_tensor(t, where)
+    return tuple(values[0] if t.dim() == 2 else values)
+
+
 def _exact_nested(a: np.ndarray) -> Any:
     """The dyadic rational of each entry of a float64 array, as nested lists (a row at a
     time at C speed)."""
@@ -111,19 +118,19 @@ def from_torch(
             a = Affine(tuple(map(tuple, W)), tuple(b))
             pending = a if pending is None else _compose(a, pending)
             dim = len(W)
-        elif kind in ("LayerNorm", "GroupNorm"):
+        elif kind != "skip":  # LayerNorm, GroupNorm, RMSNorm, ParallelLN
             n = parts["n"]
-            eps.add(float(m.eps))
+            eps.add(parts["eps"])
             gain = bias = None
             if parts["weight"] is not None:
-                gain = tuple(_exact_tensor(parts["weight"], f"{where}.weight"))
+                gain = _vector(parts["weight"], f"{where}.weight")
                 dtypes.add(str(parts["weight"].dtype).removeprefix("torch."))
                 gain = None if all(g == 1 for g in gain) else gain
             if parts["bias"] is not None:
-                bias = tuple(_exact_tensor(parts["bias"], f"{where}.bias"))
+                bias = _vector(parts["bias"], f"{where}.bias")
                 bias = None if all(c == 0 for c in bias) else bias
             layers.append(pending if pending is not None else _identity(n))
-            norms.append(Norm(gain, bias, parts.get("groups", 1)))
+            norms.append(Norm(gain, bias, parts.get("groups", 1), parts.get("rms", False)))
             pending = None
             dim = n
         read.append(type(m).__name__)
@@ -182,12 +189,14 @@ def from_state_dict(
 
     Keys are ``"<i>.weight"`` and ``"<i>.bias"`` (``i < MAX_MODULES``).  ``spec`` lists the
     module kinds in order (``"Linear"``, ``"LayerNorm"``, ``"GroupNorm:G"`` for a GroupNorm of
-    ``G`` groups, ``"Dropout"``, ``"Identity"``); without
-    it the kinds are read off the tensors (a 2-D weight is a Linear, a 1-D one a
-    LayerNorm), which needs every module to have weights; a GroupNorm has a LayerNorm's
-    tensors, so a :class:`NormKindWarning` is issued when a width read as a LayerNorm's could
-    be split into groups of 2 or more.  ``eps`` is the
-    LayerNorms' (a state dict does not hold it; torch's default is ``1e-5``).
+    ``G`` groups, ``"RMSNorm"`` for an ``nn.RMSNorm``, ``"ParallelLN:K"`` and
+    ``"ParallelLS:K"`` for the authors' ``ParallelLN(n, K, centering=True)`` and
+    ``centering=False`` of Ni et al. (weight and bias ``[1, n]``), ``"Dropout"``,
+    ``"Identity"``); without it the kinds are read off the tensors (a 2-D weight is a Linear,
+    a 1-D one a LayerNorm), which needs every module to have weights; a GroupNorm has a
+    LayerNorm's tensors, so a :class:`NormKindWarning` is issued when a width read as a
+    LayerNorm's could be split into groups of 2 or more.  ``eps`` is the normalisers' (a state
+    dict does not hold it; torch's default is ``1e-5``).
     Keys, dtypes and shapes are checked first, and the modules are built around the
     tensors themselves (no weights are allocated), so :func:`from_torch` checks the limits
     before any weight is read.
@@ -227,7 +236,9 @@ def sequential_from_state_dict(
         part = match[2]
         where = f"{name}: {key}"
         dims = t.dim() if isinstance(t, torch.Tensor) else 0
-        if part == "bias" or dims != 2:  # a LayerNorm's gain, or a bias: 1-D
+        if part == "bias" and dims == 2 and t.shape[0] == 1:  # a ParallelLN's, [1, n]
+            _shape(t, where, 2)
+        elif part == "bias" or dims != 2:  # a LayerNorm's gain, or a bias: 1-D
             if part == "weight" and dims != 1:
                 raise InputError(
                     f"{where}: a {dims}-D weight of shape {list(t.shape)}; a Linear's is 2-D, "
@@ -277,6 +288,22 @@ def sequential_from_state_dict(
                 device="meta",
             )
             dim = n
+        elif kind == "RMSNorm":
+            n, dt = _norm_entries(e, dim, where, "RMSNorm")
+            if "bias" in e:
+                raise InputError(f"{where}: a bias: nn.RMSNorm has none (ParallelLS:{n} has)")
+            m = nn.RMSNorm(n, eps=eps, elementwise_affine="weight" in e, dtype=dt, device="meta")
+            dim = n
+        elif kind.startswith(("ParallelLN", "ParallelLS")):
+            from ..parallel_norm import ParallelLN
+
+            k = _spec_groups(kind, where)
+            n, dt = _parallel_entries(e, dim, where)
+            if n % k or (kind.startswith("ParallelLN") and k < 2):
+                raise InputError(f"{where}: groups of {k} of {n} features (ParallelLN: 2 or more)")
+            centering = kind.startswith("ParallelLN")
+            m = ParallelLN(n, k, eps, centering, "weight" in e, dtype=dt, device="meta")
+            dim = n
         elif kind.startswith("GroupNorm"):
             g = _spec_groups(kind, where)
             n, dt = _norm_entries(e, dim, where, "GroupNorm")
@@ -298,7 +325,8 @@ def sequential_from_state_dict(
         else:
             raise InputError(
                 f"{where}: not supported (an LN-Net has Linear and LayerNorm modules only; "
-                "GroupNorm:G for a GroupNorm of G groups)"
+                "GroupNorm:G for a GroupNorm of G groups, RMSNorm, ParallelLN:K and ParallelLS:K "
+                "for the parallel normalisations of groups of K, centred and not)"
             )
         try:
             m.load_state_dict(e, strict=True, assign=True)
@@ -309,7 +337,7 @@ def sequential_from_state_dict(
     return nn.Sequential(*modules).eval()
 
 
-_SPEC_GROUPS = re.compile(r"GroupNorm:([1-9][0-9]{0,6})")
+_SPEC_GROUPS = re.compile(r"(?:GroupNorm|ParallelLN|ParallelLS):([1-9][0-9]{0,6})")
 
 
 def _norm_entries(e: dict[str, Any], dim: int | None, where: str, kind: str) -> tuple[int, Any]:
@@ -327,8 +355,24 @@ def _norm_entries(e: dict[str, Any], dim: int | None, where: str, kind: str) -> 
 
 
 def _spec_groups(kind: str, where: str) -> int:
-    """The ``G`` of a ``--spec`` kind ``GroupNorm:G``."""
+    """The ``G`` of a ``--spec`` kind ``GroupNorm:G`` (the ``K`` of ``ParallelLN:K``)."""
     match = _SPEC_GROUPS.fullmatch(kind)
     if match is None:
-        raise InputError(f"{where}: a GroupNorm is given as GroupNorm:G, G its number of groups")
+        name = kind.partition(":")[0]
+        n, what = ("G", "its number of groups") if name == "GroupNorm" else ("K", "a group's size")
+        raise InputError(f"{where}: a {name} is given as {name}:{n}, {n} {what}")
     return int(match[1])
+
+
+def _parallel_entries(e: dict[str, Any], dim: int | None, where: str) -> tuple[int, Any]:
+    """The width and dtype of a state dict's ParallelLN entries (weight and bias ``[1, n]``,
+    both or neither; without them the width ``dim`` of what comes before)."""
+    if set(e) not in (set(), {"weight", "bias"}):
+        raise InputError(f"{where}: a ParallelLN has a weight and a bias, or neither")
+    w = e.get("weight")
+    if w is not None and (w.dim() != 2 or w.shape[0] != 1 or e["bias"].shape != w.shape):
+        raise InputError(f"{where}: weight and bias of shape [1, n] are needed (dim=2)")
+    n = w.shape[1] if w is not None else dim
+    if n is None:
+        raise InputError(f"{where}: its width is unknown (no weights, nothing before)")
+    return int(n), (w.dtype if w is not None else import_torch().float32)

@@ -57,17 +57,15 @@ def torch_export(net: LNNet[Any], dtype: str | None = None) -> dict[str, Any]:
     [...], "eps": float, "classes": [...], "state_dict": {...}}``.
 
     ``modules`` lists the kinds of :func:`to_torch`'s modules in order (``"Linear"``,
-    ``"LayerNorm"``, ``"GroupNorm:G"`` for ``G`` groups), ``eps`` is their normalisers' eps
+    ``"LayerNorm"``, ``"GroupNorm:G"`` for ``G`` groups, ``"RMSNorm"``, ``"ParallelLS:K"`` for
+    RMSNorm in groups of ``K``), ``eps`` is their normalisers' eps
     and ``state_dict`` the Sequential's own (``"0.weight"``, ``"0.bias"``, ...), so
     :func:`module_from_export` (or the few lines of docs/guide/trained.md) rebuilds the very
     modules.
     """
     torch = import_torch()
     model = to_torch(net, dtype)
-    kinds = [
-        f"GroupNorm:{m.num_groups}" if isinstance(m, torch.nn.GroupNorm) else type(m).__name__
-        for m in model
-    ]
+    kinds = [_kind(torch, m) for m in model]
     norms = [m for m in model if not isinstance(m, torch.nn.Linear)]
     return {
         "format": TORCH_EXPORT_FORMAT,
@@ -76,6 +74,15 @@ def torch_export(net: LNNet[Any], dtype: str | None = None) -> dict[str, Any]:
         "classes": list(net.classes),
         "state_dict": model.state_dict(),
     }
+
+
+def _kind(torch: Any, m: Any) -> str:
+    """A module's kind as :func:`torch_export` lists it (a ``--spec`` entry)."""
+    if isinstance(m, torch.nn.GroupNorm):
+        return f"GroupNorm:{m.num_groups}"
+    if type(m).__name__ == "ParallelLN":
+        return f"{'ParallelLN' if m.centering else 'ParallelLS'}:{m.num_per_group}"
+    return type(m).__name__
 
 
 def module_from_export(obj: Any, name: str = "export") -> torch.nn.Sequential:

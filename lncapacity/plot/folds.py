@@ -132,6 +132,7 @@ def fold_maps(
                     net.layers[layer - 1].b,
                     rd[layer - 1].col,
                     rd[layer].row,  # type: ignore[union-attr]
+                    not net.norm(layer - 1).rms,
                 )
                 if math.isfinite(to_float(s0)):  # beyond the float range: off any axis
                     drawn.add("centre")

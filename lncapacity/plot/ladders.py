@@ -71,7 +71,8 @@ def _folded_end(net: LNNet[Any], trace: Trace) -> list[int]:
         if v is None or a is None or nxt is None or net.norm(c).groups != 1:
             out.append(0)
             continue
-        s0 = to_float(layer_constants(net, net.layers[c].b, a.col, nxt.row)[0])
+        centre = not net.norm(c).rms
+        s0 = to_float(layer_constants(net, net.layers[c].b, a.col, nxt.row, centre)[0])
         lo, hi = float(np.min(v)), float(np.max(v))
         # near the middle both ends fold onto each other: keep the low end at the bottom
         out.append(0 if not math.isfinite(s0) else 1 if s0 > (lo + hi) / 2 + (hi - lo) / 50 else -1)

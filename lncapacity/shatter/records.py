@@ -146,6 +146,8 @@ class _Header:
     eps: fmpq
     groups: int | None = None
     """LN-G: every net has this many groups of 3 in each layer (``None``: width 3)."""
+    rms: bool = False
+    """Every net is an RMSNorm net (groups of 2, width 2; ``"norm": "rms"``)."""
 
     @property
     def m(self) -> int:
@@ -160,7 +162,7 @@ def _read_header(obj: Any, path: object) -> _Header:
 
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
         raise InputError(f"{path}: not an {FORMAT} certificate")
-    keys = set(obj) - {"generator", "groups"}
+    keys = set(obj) - {"generator", "groups", "norm"}
     if keys != _HEADER_KEYS:
         extra, missing = sorted(keys - _HEADER_KEYS), sorted(_HEADER_KEYS - keys)
         raise bad(f"missing {missing}" if missing else f"unknown fields {shown(extra)}")
@@ -195,7 +197,9 @@ def _read_header(obj: Any, path: object) -> _Header:
         raise bad("the points are not distinct")
     if eps < 0:
         raise bad("eps must be >= 0")
-    return _Header(X, depth, eps, groups)
+    if obj.get("norm", "rms") != "rms":
+        raise bad(f'norm must be "rms" when present, got {shown(obj["norm"])}')
+    return _Header(X, depth, eps, groups, "norm" in obj)
 
 
 def claim_problem(m: int, depth: int, groups: int | None) -> str | None:
@@ -207,7 +211,8 @@ def claim_problem(m: int, depth: int, groups: int | None) -> str | None:
     nets must be readable).  Width 3: at least ``depth + 2`` points, the count of the theorem
     of Ni, Guo, Jia and Huang (proofs/vc_theorem.md).  LN-G (``groups`` of 3 per layer): depth
     at least 1, and any number of points: ``2g + 1`` are shattered at every depth
-    (proofs/ln_g_vc.md, Theorems 1 and 2), so the depth sets no floor.
+    (proofs/ln_g_vc.md, Theorems 1 and 2), so the depth sets no floor.  An RMSNorm claim (width
+    2, or groups of 2) has its LayerNorm twin's rule (proofs/rmsnorm.md).
     """
     if m > MAX_POINTS:
         return f"{m} points, beyond the limit of {MAX_POINTS} (2^{MAX_POINTS} labelings)"
@@ -251,7 +256,18 @@ def _record_problem(rec: Any, header: _Header) -> str | None:
         if not isinstance(margins, list) or len(margins) != m or not all(map(_is_margin, margins)):
             return f"labeling {k}: margins must be {m} finite numbers >= 0"
     folds = rec["folds"]
-    if header.groups is not None:
+    if header.rms:  # every net written whole, its folds those of its LayerNorm twin
+        if "lnnet" not in rec:
+            return f"labeling {k}: an RMSNorm record has an lnnet"
+        if header.groups is not None and folds != "bumps":
+            return f'labeling {k}: an RMSNorm record in groups has folds "bumps"'
+        if (
+            header.groups is None
+            and folds != "search"
+            and not (_is_int(folds) and 0 <= folds <= header.depth)
+        ):
+            return f'labeling {k}: folds must be "search" or an integer from 0 to {header.depth}'
+    elif header.groups is not None:
         if "lnnet" not in rec or folds != "bumps":
             return f'labeling {k}: an LN-G record has an lnnet and folds "bumps"'
     elif "lnnet" in rec:
@@ -268,13 +284,17 @@ def _decode(rec: dict, header: _Header) -> LNNet[fmpq]:
     if "lnnet" in rec:
         net = from_dict(rec["lnnet"], "lnnet")
         g = header.groups or 1
-        if (net.width, net.depth, net.input_dim) != (3 * g, depth, d):
+        size = 2 if header.rms else 3  # a group of LayerNorm's 3, or of its twin's 2
+        if (net.width, net.depth, net.input_dim) != (size * g, depth, d):
             raise InputError(
                 f"the net has width {net.width}, depth {net.depth}, {net.input_dim} inputs; "
-                f"the claim is width {3 * g}, depth {depth}, {d} inputs"
+                f"the claim is width {size * g}, depth {depth}, {d} inputs"
             )
         if net.groups != (g,) * depth:
             raise InputError(f"the net's groups per layer are {list(net.groups)}, not {g}")
+        if any(net.norm(i).rms != header.rms for i in range(depth)):
+            kind = "RMSNorm" if header.rms else "LayerNorm"
+            raise InputError(f"the claim is {kind} in every layer; the net's layers differ")
         if net.eps != header.eps or net.classes != CLASSES:
             raise InputError("the net's eps or classes differ from the header's")
         return net

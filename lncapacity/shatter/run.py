@@ -40,9 +40,12 @@ def _shatter_chunk(args: tuple[_Header, list[int], dict | None]) -> list[dict]:
     """A record per labeling of ``ks``, its margins certified on the net as the record has it
     (decoded as :func:`~lncapacity.shatter.verify.verify_shatter` decodes it), or an error."""
     from ..construct import build  # workers build; the verifier never imports this
+    from ..construct.rms import ln_eps, rms_net
 
     header, ks, search = args
     X, depth, eps, groups = list(header.points), header.depth, header.eps, header.groups
+    if header.rms:  # the LayerNorm nets are built with eps 2/3 of RMSNorm's, then twinned
+        eps = ln_eps(eps)
     m, mask = len(X), (1 << len(X)) - 1
     out = []
     for k in ks:
@@ -68,6 +71,8 @@ def _shatter_chunk(args: tuple[_Header, list[int], dict | None]) -> list[dict]:
                 out.append({"labeling": k, "error": str(e) if search is None else "none found"})
                 continue
             record = {"folds": "search", "lnnet": to_dict(net)}
+        if header.rms:  # the RMSNorm twin (proofs/rmsnorm.md), rounded, certified on its own
+            record = {"folds": record["folds"], "lnnet": to_dict(rms_net(net))}
         net = _decode(record, header)  # what the verifier will certify
         comp = k ^ mask
         out.append(
@@ -87,12 +92,17 @@ def _shatter_chunk(args: tuple[_Header, list[int], dict | None]) -> list[dict]:
 
 
 def _record_bytes(header: _Header) -> int:
-    """About the bytes of an LN-G record of ``header``: its net (the layers after the first are
-    alike, so nets of depth 1 and 2 tell) and room for two margins per point."""
+    """About the bytes of an LN-G record of ``header`` (or of its RMSNorm twin's): its net (the
+    layers after the first are alike, so nets of depth 1 and 2 tell) and room for two margins
+    per point."""
+    from ..construct.rms import ln_eps, rms_net
+
     X, g, eps = list(header.points), header.groups or 1, header.eps
     y = labels_of(0, len(X))
+    nets = (bump_net(X, y, g, ln_eps(eps) if header.rms else eps, d) for d in (1, 2))
     one, two = (
-        len(json.dumps(to_dict(bump_net(X, y, g, eps, d)), separators=(",", ":"))) for d in (1, 2)
+        len(json.dumps(to_dict(rms_net(net) if header.rms else net), separators=(",", ":")))
+        for net in nets
     )
     return one + (header.depth - 1) * (two - one) + 64 * len(X)
 
@@ -107,6 +117,7 @@ def shatter(
     progress: Progress | None = None,
     search: dict[str, int] | None = None,
     groups: int | None = None,
+    rms: bool = False,
     scheduler: str | None = None,
     resume: bool = False,
     status: Callable[[ShatterSummary], None] | None = None,
@@ -144,6 +155,10 @@ def shatter(
         LN-G (``depth >= 1``): every net is :func:`~lncapacity.shatter.nets.bump_net` with
         exactly ``groups`` groups of 3 per layer, and ``X`` defaults to ``0, 1, ..., 2
         groups`` (``2 groups + 1`` points: proofs/ln_g_vc.md, Theorems 1, 2).
+    rms
+        Every net is the RMSNorm twin of the LayerNorm net
+        (:func:`lncapacity.construct.rms.rms_net`, proofs/rmsnorm.md): width 2, or groups of
+        2 with ``groups``; ``eps`` is RMSNorm's.  The certificate's header says ``"norm": "rms"``.
     scheduler
         ``"local:N"`` or a Dask scheduler's address: the chunks run on a Dask cluster
         (:mod:`lncapacity.cluster`) instead of the process pool; the certificate is the
@@ -243,6 +258,8 @@ def shatter(
     }
     if groups is not None:
         header["groups"] = groups
+    if rms:
+        header["norm"] = "rms"
     hdr = _read_header(header, "the certificate")  # the verifier's checks, before any work
     if groups is not None and (size := _record_bytes(hdr)) > MAX_LINE_BYTES:
         raise InputError(

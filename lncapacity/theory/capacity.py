@@ -121,7 +121,8 @@ def rank_upper_bounds(net: LNNet[fmpq], X: Any) -> list[int]:
     ``Y_J P_k`` has its rows in ``V_{l,J} = P_k [W_J | b_J] T_{l-1}``, and its rank is at
     most ``min(dim V_{l,J}, rank [U_{l-1} | 1])``: ``r_l <= min(m, sum_J min(dim V_{l,J},
     rho_{l-1}))`` with ``rho_{l-1} <= r_{l-1} + 1`` and ``V_l`` the direct sum of the
-    ``V_{l,J}`` (gains and biases folded first; proofs/ln_rank.md, Proposition 3).
+    ``V_{l,J}`` (gains and biases folded first; proofs/ln_rank.md, Proposition 3).  An
+    RMSNorm layer does not centre: ``P_k = I`` (proofs/rmsnorm.md, Corollary 3).
     """
     folded = net.folded()
     points = _points(X)
@@ -132,13 +133,14 @@ def rank_upper_bounds(net: LNNet[fmpq], X: Any) -> list[int]:
     for i, layer in enumerate(folded.layers):
         n, g = len(layer.b), folded.norm(i).groups
         k = n // g
+        centre = (lambda v: v) if folded.norm(i).rms else _centre  # RMSNorm: P_k = I
         basis: list[list[fmpq]] = []
         total = 0
         for j in range(0, n, k):
             # P_k [W_J | b_J] v for v in T_{l-1}: the rows of the group's block span inside
             block = _row_basis(
                 [
-                    _centre(
+                    centre(
                         [_dot(layer.W[j + a], v[:-1]) + layer.b[j + a] * v[-1] for a in range(k)]
                     )
                     for v in B
@@ -327,9 +329,9 @@ def _arb_outputs(net: LNNet[fmpq], X: Sequence[Sequence[fmpq]], layer: int) -> l
         a = net.layers[i]
         Wt = arb_mat([[arb(a.W[r][c]) for r in range(len(a.W))] for c in range(len(a.W[0]))])
         Y = H * Wt
-        g = net.norm(i).groups
+        g, centre = net.norm(i).groups, not net.norm(i).rms
         out = [
-            layer_norm([Y[p, c] + arb(a.b[c]) for c in range(Y.ncols())], eps, _sqrt, g)
+            layer_norm([Y[p, c] + arb(a.b[c]) for c in range(Y.ncols())], eps, _sqrt, g, centre)
             for p in range(Y.nrows())
         ]
         H = arb_mat(out)

@@ -13,7 +13,8 @@ points, and the scatter matrices are formed in balls.  Then
   rational basis of ``1^perp`` (an LN-G layer's: orthogonal to the indicator of each
   group, the same in each group); the readout ``z = R h + r`` sees the hidden
   data only through ``range(R P)`` (``P`` the centring projection), a rational
-  basis of which is used there.
+  basis of which is used there.  An RMSNorm layer does not centre: its outputs are taken
+  on all of ``R^n`` (``P = I``).
 
 A drop of LSSR from one layer to the next, certified (``hi`` after below ``lo``
 before), proves the layer is not affine (proofs/lssr.md): that is what
@@ -140,10 +141,13 @@ def _readout_exact(R: np.ndarray, Sw: np.ndarray, St: np.ndarray) -> LayerStats:
     return LayerStats("readout", R.shape[0], ssr_of_scatter(Sw_z, St_z), pencil_exact(Sw_z, St_z))
 
 
-def _centred_basis(n: int, groups: int = 1) -> list[list[fmpq]]:
+def _centred_basis(n: int, groups: int = 1, centre: bool = True) -> list[list[fmpq]]:
     """``e_i - e_n`` for ``i < n``: a rational basis of ``1^perp`` in ``R^n``; with ``groups``,
-    ``e_i - e_last`` for every ``i`` but the last of each group (LN-G's outputs)."""
+    ``e_i - e_last`` for every ``i`` but the last of each group (LN-G's outputs); without
+    ``centre`` (RMSNorm) every ``e_i``."""
     k = n // groups
+    if not centre:
+        return [[fmpq(int(j == i)) for j in range(n)] for i in range(n)]
     return [
         [fmpq(int(j == i)) - fmpq(int(j == i // k * k + k - 1)) for j in range(n)]
         for i in range(n)
@@ -151,12 +155,16 @@ def _centred_basis(n: int, groups: int = 1) -> list[list[fmpq]]:
     ]
 
 
-def _centring(n: int, groups: int = 1) -> np.ndarray:
-    """The exact projection ``I - 1 1^T / k`` onto the centred vectors of each group."""
+def _centring(n: int, groups: int = 1, centre: bool = True) -> np.ndarray:
+    """The exact projection ``I - 1 1^T / k`` onto the centred vectors of each group (``I``
+    without ``centre``: RMSNorm)."""
     k = n // groups
     return np.array(
         [
-            [fmpq(int(i == j)) - (fmpq(1, k) if i // k == j // k else fmpq(0)) for j in range(n)]
+            [
+                fmpq(int(i == j)) - (fmpq(1, k) if centre and i // k == j // k else fmpq(0))
+                for j in range(n)
+            ]
             for i in range(n)
         ],
         dtype=object,
@@ -182,16 +190,18 @@ def _scalar_steps(net: LNNet[fmpq]) -> list[tuple[Any, ...]] | None:
     Only ``t`` carries rounding error from layer to layer, so balls stay tight
     where the generic matrix pass would lose bits to the dependency problem.
     """
-    if net.norms:  # a LayerNorm gain or bias: the general pass (_hidden) applies it
-        return None
+    if any(not n.is_identity or n.groups != 1 for n in net.norms):
+        return None  # a gain, a bias or groups: the general pass (_hidden) applies them
     steps = []
-    for layer in net.layers:
+    for li, layer in enumerate(net.layers):
         n = len(layer.b)  # this layer's width (widths may differ)
         f = rank_one(layer.W)
         if f is None:
             return None
         col, row = f
         mc, mb = sum(col, fmpq(0)) / n, sum(layer.b, fmpq(0)) / n
+        if net.norm(li).rms:  # RMSNorm: no centring
+            mc = mb = fmpq(0)
         A = [c - mc for c in col]
         B = [v - mb for v in layer.b]
         aa = sum((a * a for a in A), fmpq(0))
@@ -264,7 +274,8 @@ def _readout(net: LNNet[fmpq], Sw: np.ndarray, St: np.ndarray) -> LayerStats:
     centring projection) and ``D = diag(gain)`` (the identity without a gain)."""
     n = net.widths[-1]
     R = np.array(net.readout.W, dtype=object)
-    P = _gain_matrix(net, net.depth - 1).dot(_centring(n, net.groups[-1]))
+    last = net.norm(net.depth - 1)
+    P = _gain_matrix(net, net.depth - 1).dot(_centring(n, last.groups, not last.rms))
     Rb = np.vectorize(arb, otypes=[object])(R)
     Sw_z, St_z = congruent(Rb, Sw), congruent(Rb, St)
     zbasis = _column_basis(R.dot(P))
@@ -286,13 +297,13 @@ def _hidden(
         n = len(layer.b)  # this layer's width (widths may differ)
         # LN(y) is orthogonal to 1; the gain maps that plane to D 1^perp (the bias only shifts)
         D = _gain_matrix(net, li - 1)
-        g = net.groups[li - 1]
-        basis = _column_basis(D.dot(np.array(_centred_basis(n, g), dtype=object).T))
+        g, centre = net.groups[li - 1], not net.norm(li - 1).rms
+        basis = _column_basis(D.dot(np.array(_centred_basis(n, g, centre), dtype=object).T))
         W = np.array([[arb(w) for w in row] for row in layer.W], dtype=object)
         b = np.array([arb(v) for v in layer.b], dtype=object)
         Y = object_dot(H, W.T) + b
         if g == 1:
-            C = Y - (Y.sum(axis=1) / n).reshape(-1, 1)
+            C = Y - (Y.sum(axis=1) / n).reshape(-1, 1) if centre else Y
             var = (C * C).sum(axis=1) / n + eps
             if not all(v > 0 for v in var):
                 return [], False  # too few bits (or LN of a constant vector): more precision
@@ -301,7 +312,7 @@ def _hidden(
         else:  # LN-G: the same in each group of k
             k = n // g
             Y3 = Y.reshape(len(Y), g, k)
-            C3 = Y3 - (Y3.sum(axis=2) / k).reshape(len(Y), g, 1)
+            C3 = Y3 - (Y3.sum(axis=2) / k).reshape(len(Y), g, 1) if centre else Y3
             var3 = (C3 * C3).sum(axis=2) / k + eps
             if not all(v > 0 for v in var3.ravel()):
                 return [], False

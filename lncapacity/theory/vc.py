@@ -17,6 +17,11 @@ saying for which ``eps`` it holds:
   bound (any ``eps``: proofs/vc_upper.md), evaluated exactly by :func:`warren_vc` for that
   depth, dimension and parameter count.
 
+RMSNorm nets of width 2 (``arch="rms"``) and in groups of 2 (``"rms-g"``, parallel layer
+scaling) compute exactly the functions of the width-3 and LN-G nets of the same depth
+(proofs/rmsnorm.md, Corollaries 2 and 3, with RMSNorm's ``eps`` 3/2 of LayerNorm's): their
+sandwich is their twin's, every bound carried over by that correspondence.
+
 >>> warren_vc(1, 1)  # depth 1 on a line: the counting bound alone
 72
 >>> sandwich("ln3", 2, 1).upper.value  # the line bound is smaller there
@@ -37,7 +42,9 @@ from ..arith import epsilon, format_rational, precision
 from ..errors import InputError
 from .sectors import sector_vc
 
-ARCHS = ("ln3", "ln-g")
+RMS_TWINS = {"rms": "ln3", "rms-g": "ln-g"}
+"""The RMSNorm architectures and the LayerNorm ones whose functions they compute."""
+ARCHS = ("ln3", "ln-g", *RMS_TWINS)
 MAX_DEPTH = 4096
 """Deepest net :func:`sandwich` takes."""
 MAX_GROUPS = 4096
@@ -311,9 +318,24 @@ def sandwich(arch: str, depth: int, dim: int, groups: int = 1, eps: object = 0) 
     per layer for ``"ln-g"``; ``"ln3"`` is ``groups = 1``) with LayerNorm's ``eps`` (exact,
     ``>= 0``): the best lower bound (theorems and shipped certificates) and the best upper bound
     (Warren's; on a line the line bound; with ``eps = 0`` in the plane and beyond the sector
-    count)."""
+    count).  ``"rms"`` and ``"rms-g"``: RMSNorm (``eps`` RMSNorm's), the twin's sandwich."""
     if arch not in ARCHS:
         raise InputError(f"unknown architecture {arch!r} (choose {' or '.join(ARCHS)})")
+    if arch in RMS_TWINS:
+        try:
+            eps_rms = epsilon(eps)
+        except ValueError as e:
+            raise InputError(str(e)) from None
+        twin = sandwich(RMS_TWINS[arch], depth, dim, groups, eps_rms * fmpq(2, 3))
+
+        def carried(b: Bound) -> Bound:
+            name = f"{b.name}, for RMSNorm by the correspondence (proofs/rmsnorm.md)"
+            return Bound(b.value, name, b.source, b.kind, b.holds)
+
+        lowers, uppers = tuple(map(carried, twin.lowers)), tuple(map(carried, twin.uppers))
+        lower = lowers[[id(b) for b in twin.lowers].index(id(twin.lower))]
+        upper = uppers[[id(b) for b in twin.uppers].index(id(twin.upper))]
+        return Sandwich(arch, groups, depth, dim, eps_rms, lower, upper, uppers, lowers)
     if not 1 <= depth <= MAX_DEPTH:
         raise InputError(f"depth must be from 1 to {MAX_DEPTH}, got {depth}")
     if dim < 1:

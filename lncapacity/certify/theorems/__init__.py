@@ -31,7 +31,11 @@ def by_theorem(
 ) -> Margins | None:
     """Margin enclosures of every point ``X[i]`` with label index ``labels[i]`` by the margin
     theorem of ``net``'s form, or None when it has none (then the generic certificate decides).
-    ``net`` has no LayerNorm gains (:meth:`LNNet.folded`) and exact rational weights."""
+    ``net`` has no LayerNorm gains (:meth:`LNNet.folded`) and exact rational weights.  The
+    theorems are LayerNorm's: a net with an RMSNorm layer has none (proofs/rmsnorm.md relates
+    the two only through a change of width)."""
+    if net.rms:
+        return None
     lab = np.asarray(labels, dtype=np.intp)
     for certificate in (steps_certificate, blocks_certificate):
         got = certificate(net, X, lab)
