@@ -394,18 +394,29 @@ ESTIMATOR_CHECKS = (
     if estimator_checks_generator is None
     else list(
         estimator_checks_generator(
-            LNNetClassifier(), expected_failed_checks=EXPECTED_FAILED_CHECKS, mark="skip"
+            # the runs method: the API is the same for every method, and runs is the fastest
+            LNNetClassifier(method="runs"),
+            expected_failed_checks=EXPECTED_FAILED_CHECKS,
+            mark="skip",
         )
     )
 )
+
+
+def _param(estimator: object, check: object) -> object:
+    """A check as a test; the training check again on read-only memory maps is slow (the
+    same fits as the plain training check, which stays in the default run)."""
+    memmap = "readonly_memmap=True" in _check_id(check)
+    return pytest.param(
+        estimator, check, id=_check_id(check), marks=[pytest.mark.slow] if memmap else []
+    )
 
 
 @NEEDS_CHECKS
 @pytest.mark.filterwarnings("ignore")
 @pytest.mark.parametrize(
     ("estimator", "check"),
-    ESTIMATOR_CHECKS or [(None, None)],
-    ids=[_check_id(check) for _, check in ESTIMATOR_CHECKS] or ["none"],
+    [_param(e, c) for e, c in ESTIMATOR_CHECKS] or [pytest.param(None, None, id="none")],
 )
 def test_sklearn_estimator_check(estimator, check):
     check(estimator)

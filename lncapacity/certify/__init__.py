@@ -140,7 +140,9 @@ def certify(
     scores
         Also bound every exact score
         (:attr:`~lncapacity.certify.verdicts.Certificate.scores`; the interval pass always
-        does, ``arb`` points only when asked, as it costs time).
+        does, ``arb`` points only when asked, as it costs time).  Not when a margin theorem
+        decides: it bounds margins, not scores (``scores`` is None then; the float reports
+        give no ulp figures).
     scheduler
         Run the spans and chunks on a Dask cluster instead: ``"local:N"`` or a scheduler's
         address (:mod:`lncapacity.cluster`).
