@@ -95,7 +95,14 @@ def random_points(m: int, d: int, k: int, seed: int) -> tuple[np.ndarray, np.nda
 
 
 @pytest.mark.parametrize(
-    ("m", "d", "k"), [(30, 2, 3), (60, 3, 5), (100, 2, 10), (200, 3, 4), (200, 2, 10)]
+    ("m", "d", "k"),
+    [
+        (30, 2, 3),
+        (60, 3, 5),
+        (100, 2, 10),
+        (200, 3, 4),
+        pytest.param(200, 2, 10, marks=pytest.mark.slow),  # (100, 2, 10) has the ten classes
+    ],
 )
 @pytest.mark.parametrize("method", ["runs", "pma"])
 def test_random_sets(m: int, d: int, k: int, method: str) -> None:
