@@ -38,7 +38,7 @@ def certified_depth(X, y, **kw) -> int:
 
 
 @pytest.mark.parametrize("method", CHAIN_METHODS)
-@pytest.mark.parametrize("m", range(3, 11))
+@pytest.mark.parametrize("m", [*range(3, 10), pytest.param(10, marks=pytest.mark.slow)])
 def test_every_labeling_of_a_line_is_certified_within_m_minus_2(m, method):
     X = [[k] for k in range(m)]
     depths = {tuple(y): certified_depth(X, y, method=method) for y in labelings(m)}

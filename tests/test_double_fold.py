@@ -24,7 +24,7 @@ def _shattered(X, depth):
         assert certify(net, points, workers=1).all_certified, k
 
 
-@pytest.mark.parametrize("depth", [1, 2, 3, 4])
+@pytest.mark.parametrize("depth", [1, 2, 3, pytest.param(4, marks=pytest.mark.slow)])
 def test_every_labeling_of_2L_plus_1_points_on_a_line_is_certified_at_depth_L(depth):
     _shattered(_line(2 * depth + 1), depth)
 

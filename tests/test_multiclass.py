@@ -64,7 +64,17 @@ def _check_labelings(task: tuple[int, str, list[tuple[int, ...]]]) -> tuple[int,
 
 
 @pytest.mark.parametrize(
-    ("m", "k"), [(3, 3), (4, 3), (5, 3), (6, 3), (7, 3), (4, 4), (5, 4), (6, 4)]
+    ("m", "k"),
+    [
+        (3, 3),
+        (4, 3),
+        (5, 3),
+        (6, 3),
+        (7, 3),
+        (4, 4),
+        (5, 4),
+        pytest.param(6, 4, marks=pytest.mark.slow),
+    ],
 )
 @pytest.mark.parametrize("method", ["runs", "pma"])
 def test_every_labeling_of_collinear_points(m: int, k: int, method: str) -> None:
@@ -78,7 +88,9 @@ def test_every_labeling_of_collinear_points(m: int, k: int, method: str) -> None
     assert most_warps <= (1 if method == "pma" else 0)  # measured: one warp always sufficed
 
 
-@pytest.mark.parametrize(("m", "k"), [(3, 3), (4, 3), (5, 3), (6, 3), (4, 4), (5, 4)])
+@pytest.mark.parametrize(
+    ("m", "k"), [(3, 3), (4, 3), (5, 3), (6, 3), (4, 4), pytest.param(5, 4, marks=pytest.mark.slow)]
+)
 def test_peel_every_labeling_of_collinear_points(m: int, k: int) -> None:
     labelings = [ls for ls in itertools.product(range(k), repeat=m) if len(set(ls)) >= 3]
     chunks = [(m, "peel", labelings[i : i + 128]) for i in range(0, len(labelings), 128)]
