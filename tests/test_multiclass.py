@@ -70,7 +70,7 @@ def _check_labelings(task: tuple[int, str, list[tuple[int, ...]]]) -> tuple[int,
         (4, 3),
         (5, 3),
         (6, 3),
-        (7, 3),
+        pytest.param(7, 3, marks=pytest.mark.slow),
         (4, 4),
         (5, 4),
         pytest.param(6, 4, marks=pytest.mark.slow),
@@ -112,7 +112,7 @@ def random_points(m: int, d: int, k: int, seed: int) -> tuple[np.ndarray, np.nda
         (30, 2, 3),
         (60, 3, 5),
         (100, 2, 10),
-        (200, 3, 4),
+        pytest.param(200, 3, 4, marks=pytest.mark.slow),  # (60, 3, 5): R^3, more classes
         pytest.param(200, 2, 10, marks=pytest.mark.slow),  # (100, 2, 10) has the ten classes
     ],
 )
