@@ -531,7 +531,7 @@ def check_classes(k: int) -> None:
         )
 
 
-MAX_GROUPED_WIDTH = 1_000_000
+MAX_GROUPED_WIDTH = 2_000_000
 """Largest width of a net read with ``requires: ["groups"]`` (LN-G layers, each group at most
 :data:`MAX_WIDTH`; the file's size limit bounds the weights)."""
 
