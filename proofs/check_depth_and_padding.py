@@ -55,3 +55,34 @@ def test_padding_fold_is_injective_and_reverses_order():
     with precision(chain.prec):
         out = chain.values
         assert all(a > b for a, b in itertools.pairwise(out))  # strictly reversed, certified
+
+
+@pytest.mark.parametrize("name", ["shatter-line-L3-n9.jsonl.gz", "shatter-plane-L1-n6.jsonl.gz"])
+def test_identity_lemma_a_certified_net_one_layer_deeper(name):
+    # every net of the certificate (and its complement), an identity layer appended, is
+    # certified on the certificate's points with the same labels: shattered at depth L + 1
+    import dataclasses
+    from pathlib import Path
+
+    from lncapacity.model import Affine
+    from lncapacity.shatter import _decode, _lines, _read_header, _swapped, labels_of
+
+    path = Path(__file__).resolve().parents[1] / "certificates" / name
+    lines = _lines(path)
+    header = _read_header(next(lines)[1], path)
+    X, m = [list(p) for p in header.points], header.m
+    one, zero = fmpq(1), fmpq(0)
+    identity = Affine(
+        tuple(tuple(one if i == j else zero for j in range(3)) for i in range(3)), (zero,) * 3
+    )
+    seen = set()
+    for _, rec in lines:
+        if "labeling" not in rec:
+            continue
+        net = _decode(rec, header)
+        for k, n in ((rec["labeling"], net), (rec["complement"]["labeling"], _swapped(net))):
+            deeper = dataclasses.replace(n, layers=(*n.layers, identity), norms=())
+            assert n.norms == () and deeper.depth == header.depth + 1
+            assert certify(deeper, X, labels_of(k, m)).all_certified
+            seen.add(k)
+    assert seen == set(range(2**m))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -69,6 +70,12 @@ def test_the_line_at_depth_two_and_beyond():
     assert (s.lower.value, s.lower.source) == (14, "certificates/shatter-plane-L4-n14.jsonl.gz")
     s = sandwich("ln3", 2, 2)  # the sector construction's 13 points at depth 2 (certified)
     assert (s.lower.value, s.lower.source) == (13, "certificates/shatter-plane-L2-n13.jsonl.gz")
+    s = sandwich("ln3", 5, 1)  # the 13 points of depth 4, one identity layer deeper
+    assert (s.lower.value, s.lower.source) == (13, "certificates/shatter-line-L4-n13.jsonl.gz")
+    assert "kept at depth 5" in s.lower.name
+    lower = [sandwich("ln3", L, d).lower.value for d in (1, 2, 3) for L in range(1, 9)]
+    assert all(a <= b for a, b in itertools.pairwise(lower[:8]))  # never falls with depth
+    assert all(lower[i] <= lower[i + 8] for i in range(16))  # nor with the dimension
     s = sandwich("ln3", 11, 1)  # the line bound up to L = 11, the counting bound from L = 12 on
     assert s.upper.value == line_bound(11) == 2049 < warren_vc(11, 1)
     s = sandwich("ln3", 12, 1)

@@ -7,9 +7,11 @@ saying for which ``eps`` it holds:
 
 * lower bounds are theorems (a name and its file in ``proofs/``) or shattering certificates
   shipped in ``certificates/`` (:data:`CERTIFIED`, all with ``eps = 0``: the command line
-  re-checks them with ``verify-shatter`` on request).  Every lower bound holds for every
-  ``eps > 0`` as well: a net that classifies finitely many points with ``eps = 0`` still does with
-  a small ``eps``, and every ``eps > 0`` is the same class (proofs/sector_theorem.md, section 7);
+  re-checks them with ``verify-shatter`` on request; a set shattered at depth ``k`` is
+  shattered at every greater depth, proofs/depth_and_padding.md, identity lemma).  Every lower
+  bound holds for every ``eps > 0`` as well: a net that classifies finitely many points with
+  ``eps = 0`` still does with a small ``eps``, and every ``eps > 0`` is the same class
+  (proofs/sector_theorem.md, section 7);
 * the upper bounds are the line bound (``d = 1``, any ``eps``: ``2^L + 1``, the break-point
   theorem of proofs/circle_maps.md, sections 3.1 and 3.2; ``g^L 2^(gL) + 1`` for LN-G,
   proofs/ln_g_vc.md, section 5), the sector count (``d >= 2``, ``eps = 0`` only:
@@ -263,12 +265,23 @@ def _theorems(arch: str, groups: int, depth: int, dim: int) -> list[Bound]:
 def _certified(arch: str, groups: int, depth: int, dim: int, eps: fmpq) -> list[Bound]:
     root = repo_root()
     kept = "" if eps == 0 else " with eps = 0, kept for eps > 0 (sector_theorem.md, section 7)"
+
+    def deeper(c: Certified) -> str:
+        if c.depth == depth:
+            return ""
+        return f" at depth {c.depth}, kept at depth {depth} (depth_and_padding.md, identity lemma)"
+
     return [
-        Bound(c.points, f"{c.points} points in R^{c.dim} certified{kept}", c.path, "certificate")
-        for c in CERTIFIED
+        Bound(
+            c.points,
+            f"{c.points} points in R^{c.dim} certified{deeper(c)}{kept}",
+            c.path,
+            "certificate",
+        )
+        for c in sorted(CERTIFIED, key=lambda c: -c.depth)  # on a tie the deepest is named
         if c.arch == arch
         and c.groups == groups
-        and c.depth == depth
+        and c.depth <= depth
         and c.dim <= dim
         and (root / c.path).is_file()
     ]
