@@ -89,14 +89,23 @@ def find_net(
             stop=lambda _, score: bool((sign * score > 0.05).all()),
         )
         if bool((sign * score > 0).all()):
-            net = _certified_rounding(points, params, depth, eps, classes)
+            net = certified_rounding(points, params, depth, eps, classes)
             if net is not None:
                 return net
     return None
 
 
-def _certified_rounding(points, params, depth, eps, classes):  # type: ignore[no-untyped-def]
-    """Round to dyadics with more and more bits until the certificate accepts."""
+def certified_rounding(
+    points: PointSet,
+    params: Sequence[np.ndarray],
+    depth: int,
+    eps: fmpq,
+    classes: Sequence[object] = (0, 1),
+) -> LNNet[fmpq] | None:
+    """The float net ``params`` (``[W_1, b_1, ..., W_L, b_L, r, c]`` as in
+    :mod:`lncapacity.adam`: width 3, class 1 where ``h . r + c_0 > 0``) with every weight rounded
+    to a dyadic rational of 12, 20, 32, then 48 bits: the first the certificate accepts on
+    ``points``, or None."""
     values = params
     for bits in (12, 20, 32, 48):
         layers = []

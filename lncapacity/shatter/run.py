@@ -7,7 +7,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from contextlib import closing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flint import fmpq
 
@@ -35,8 +35,11 @@ from .records import (
 )
 from .workers import CHUNK, _imap
 
+if TYPE_CHECKING:
+    from ..model import LNNet
 
-def _shatter_chunk(args: tuple[_Header, list[int], dict | None]) -> list[dict]:
+
+def _shatter_chunk(args: tuple[_Header, list[int], dict | Callable | None]) -> list[dict]:
     """A record per labeling of ``ks``, its margins certified on the net as the record has it
     (decoded as :func:`~lncapacity.shatter.verify.verify_shatter` decodes it), or an error."""
     from ..construct import build  # workers build; the verifier never imports this
@@ -63,7 +66,9 @@ def _shatter_chunk(args: tuple[_Header, list[int], dict | None]) -> list[dict]:
                 out.append({"labeling": k, "error": str(e)})
                 continue
             net = None
-            if search is not None:
+            if callable(search):  # a search of one's own, called as find_net is
+                net = search(_point_set(X, y), depth, eps, CLASSES, seed=k)
+            elif search is not None:
                 from ..search import find_net
 
                 net = find_net(_point_set(X, y), depth, eps, CLASSES, seed=k, **search)
@@ -115,7 +120,7 @@ def shatter(
     out: str | os.PathLike[str] | None = None,
     workers: int | None = None,
     progress: Progress | None = None,
-    search: dict[str, int] | None = None,
+    search: dict[str, Any] | Callable[..., LNNet[fmpq] | None] | None = None,
     groups: int | None = None,
     rms: bool = False,
     scheduler: str | None = None,
@@ -150,7 +155,9 @@ def shatter(
         Keyword arguments of :func:`lncapacity.search.find_net` (e.g. ``{}``): then ``X`` may
         have more points; labelings the construction cannot do at this depth are searched
         for numerically and certified, and the ones not found are listed in
-        ``summary.failures`` instead of raising.
+        ``summary.failures`` instead of raising.  Or a function called as ``find_net`` is,
+        ``search(points, depth, eps, classes, seed=labeling)``, returning a net or None: a
+        search of one's own (picklable when ``workers > 1``); its nets are certified like any.
     groups
         LN-G (``depth >= 1``): every net is :func:`~lncapacity.shatter.nets.bump_net` with
         exactly ``groups`` groups of 3 per layer, and ``X`` defaults to ``0, 1, ..., 2
