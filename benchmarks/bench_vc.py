@@ -123,7 +123,8 @@ def rates(pairs: int, cluster: list[int]) -> None:
 
 def regenerate(folder: str, workers: int) -> None:
     """Write every certificate of :data:`CERTIFIED` again into ``folder`` (same name): ln3 on
-    the shipped certificate's points by its search (:attr:`Certified.search`, 6 restarts), LN-G
+    the shipped certificate's points by its search (:attr:`Certified.search`, 6 restarts; the
+    Chebyshev chains of ``shatter_line_chain.py`` for ``"chain"``), LN-G
     by the bumps; each re-verified.  ``cmp`` them with ``certificates/`` (after ``gunzip``)."""
     from pathlib import Path
 
@@ -138,6 +139,10 @@ def regenerate(folder: str, workers: int) -> None:
         t = time.perf_counter()
         if c.arch == "ln-g":
             s = shatter(None, c.depth, out=path, workers=workers, groups=c.groups)
+        elif c.search == "chain":  # on its own points: Chebyshev chains, then the certificate
+            from shatter_line_chain import chain_shatter
+
+            s = chain_shatter(c.points, c.depth, str(path), workers)[0]
         else:
             shipped = repo_root() / c.path
             X = _read_header(next(_lines(shipped))[1], shipped).points

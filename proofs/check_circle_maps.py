@@ -622,6 +622,7 @@ def test_the_line_certificate_nets_at_depth_3_change_label_at_most_8_times():
         ("shatter-line-L3-n9.jsonl.gz", 8),
         ("shatter-line-L4-n11.jsonl.gz", 10),
         ("shatter-line-L4-n13.jsonl.gz", 12),
+        ("shatter-line-L4-n15.jsonl.gz", 14),
     ],
 )
 def test_every_net_of_the_line_certificates_obeys_the_line_bound(name, most):

@@ -58,20 +58,20 @@ def test_the_line_at_depth_two_and_beyond():
         (9, 0),
     ]
     assert [line_bound(L) for L in range(1, 6)] == [3, 5, 9, 17, 33]
-    s = sandwich("ln3", 4, 1)  # the circle search's 13 points (certified) against 2^4 + 1
+    s = sandwich("ln3", 4, 1)  # the Chebyshev chains' 15 points (certified) against 2^4 + 1
     assert (s.lower.value, s.lower.source, s.upper.value) == (
-        13,
-        "certificates/shatter-line-L4-n13.jsonl.gz",
+        15,
+        "certificates/shatter-line-L4-n15.jsonl.gz",
         17,
     )
     s = sandwich("ln3", 3, 2)  # the circle search's 14 points in the plane (certified)
     assert (s.lower.value, s.lower.source) == (14, "certificates/shatter-plane-L3-n14.jsonl.gz")
-    s = sandwich("ln3", 4, 2)  # and at depth 4 (certified): above the line's 13
-    assert (s.lower.value, s.lower.source) == (14, "certificates/shatter-plane-L4-n14.jsonl.gz")
+    s = sandwich("ln3", 4, 2)  # at depth 4 the line's 15 points, in the plane as well
+    assert (s.lower.value, s.lower.source) == (15, "certificates/shatter-line-L4-n15.jsonl.gz")
     s = sandwich("ln3", 2, 2)  # the sector construction's 13 points at depth 2 (certified)
     assert (s.lower.value, s.lower.source) == (13, "certificates/shatter-plane-L2-n13.jsonl.gz")
-    s = sandwich("ln3", 5, 1)  # the 13 points of depth 4, one identity layer deeper
-    assert (s.lower.value, s.lower.source) == (13, "certificates/shatter-line-L4-n13.jsonl.gz")
+    s = sandwich("ln3", 5, 1)  # the 15 points of depth 4, one identity layer deeper
+    assert (s.lower.value, s.lower.source) == (15, "certificates/shatter-line-L4-n15.jsonl.gz")
     assert "kept at depth 5" in s.lower.name
     lower = [sandwich("ln3", L, d).lower.value for d in (1, 2, 3) for L in range(1, 9)]
     assert all(a <= b for a, b in itertools.pairwise(lower[:8]))  # never falls with depth
@@ -137,7 +137,7 @@ def test_the_break_bound_is_the_least_depth_for_the_label_changes_along_a_line()
     # the certified line shatterings sit on the bound: their alternating labeling needs
     # exactly the certified depth
     line = [c for c in CERTIFIED if c.arch == "ln3" and c.dim == 1]
-    assert len(line) == 3 and all(break_bound(c.points - 1) == c.depth for c in line)
+    assert len(line) == 4 and all(break_bound(c.points - 1) == c.depth for c in line)
 
 
 def test_a_certificate_lower_bound_is_verified_on_request(capsys):

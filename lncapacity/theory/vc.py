@@ -119,8 +119,9 @@ class Sandwich:
 class Certified:
     """A shattering certificate in the repository: ``points`` points in ``R^dim`` shattered by
     ``arch`` nets (``groups`` groups of 3) of depth ``depth``, ``eps = 0``; ``search``: the
-    method of :func:`lncapacity.search.find_net` that wrote it (``benchmarks/bench_vc.py
-    --regenerate`` writes it again)."""
+    method of :func:`lncapacity.search.find_net` that wrote it, or ``"chain"`` (the Chebyshev
+    chains of ``benchmarks/shatter_line_chain.py``); ``benchmarks/bench_vc.py --regenerate``
+    writes it again."""
 
     arch: str
     groups: int
@@ -138,6 +139,7 @@ CERTIFIED: tuple[Certified, ...] = (
     Certified("ln3", 1, 3, 1, 9, "certificates/shatter-line-L3-n9.jsonl.gz"),
     Certified("ln3", 1, 4, 1, 11, "certificates/shatter-line-L4-n11.jsonl.gz"),
     Certified("ln3", 1, 4, 1, 13, "certificates/shatter-line-L4-n13.jsonl.gz"),
+    Certified("ln3", 1, 4, 1, 15, "certificates/shatter-line-L4-n15.jsonl.gz", "chain"),
     Certified("ln3", 1, 3, 2, 14, "certificates/shatter-plane-L3-n14.jsonl.gz"),
     Certified("ln3", 1, 4, 2, 14, "certificates/shatter-plane-L4-n14.jsonl.gz"),
     Certified("ln-g", 2, 1, 1, 5, "certificates/shatter-ln-g2-L1-n5.jsonl.gz"),
