@@ -228,6 +228,7 @@ def _certificate_sector_changes(name, every):
         ("shatter-plane-L2-n13.jsonl.gz", 64, 4),
         ("shatter-plane-L3-n14.jsonl.gz", 256, 4),
         ("shatter-plane-L4-n14.jsonl.gz", 256, 4),
+        ("shatter-plane-L4-n16.jsonl.gz", 1024, 4),
         ("shatter-space-L1-n10.jsonl.gz", 1, 2),
     ],
 )
@@ -238,7 +239,14 @@ def test_theorem_1_on_the_nets_of_the_certificates(name, every, most):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["shatter-plane-L3-n14.jsonl.gz", "shatter-plane-L4-n14.jsonl.gz"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "shatter-plane-L3-n14.jsonl.gz",
+        "shatter-plane-L4-n14.jsonl.gz",
+        "shatter-plane-L4-n16.jsonl.gz",
+    ],
+)
 def test_theorem_1_on_every_net_of_the_plane_certificates(name):
     assert _certificate_sector_changes(name, 1) <= 16
 

@@ -66,8 +66,8 @@ def test_the_line_at_depth_two_and_beyond():
     )
     s = sandwich("ln3", 3, 2)  # the circle search's 14 points in the plane (certified)
     assert (s.lower.value, s.lower.source) == (14, "certificates/shatter-plane-L3-n14.jsonl.gz")
-    s = sandwich("ln3", 4, 2)  # at depth 4 the line's 15 points, in the plane as well
-    assert (s.lower.value, s.lower.source) == (15, "certificates/shatter-line-L4-n15.jsonl.gz")
+    s = sandwich("ln3", 4, 2)  # at depth 4 the sector search's 16 points (certified)
+    assert (s.lower.value, s.lower.source) == (16, "certificates/shatter-plane-L4-n16.jsonl.gz")
     s = sandwich("ln3", 2, 2)  # the sector construction's 13 points at depth 2 (certified)
     assert (s.lower.value, s.lower.source) == (13, "certificates/shatter-plane-L2-n13.jsonl.gz")
     s = sandwich("ln3", 5, 1)  # the 15 points of depth 4, one identity layer deeper

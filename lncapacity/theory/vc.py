@@ -142,6 +142,7 @@ CERTIFIED: tuple[Certified, ...] = (
     Certified("ln3", 1, 4, 1, 15, "certificates/shatter-line-L4-n15.jsonl.gz", "chain"),
     Certified("ln3", 1, 3, 2, 14, "certificates/shatter-plane-L3-n14.jsonl.gz"),
     Certified("ln3", 1, 4, 2, 14, "certificates/shatter-plane-L4-n14.jsonl.gz"),
+    Certified("ln3", 1, 4, 2, 16, "certificates/shatter-plane-L4-n16.jsonl.gz", "sector"),
     Certified("ln-g", 2, 1, 1, 5, "certificates/shatter-ln-g2-L1-n5.jsonl.gz"),
     Certified("ln-g", 3, 1, 1, 7, "certificates/shatter-ln-g3-L1-n7.jsonl.gz"),
     Certified("ln-g", 4, 1, 1, 9, "certificates/shatter-ln-g4-L1-n9.jsonl.gz"),
