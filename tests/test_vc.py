@@ -216,3 +216,15 @@ def test_the_module_doctests():
     import lncapacity.theory.vc as vc
 
     assert doctest.testmod(vc).failed == 0
+
+
+@pytest.mark.slow
+def test_chebyshev_chains_shatter_nine_points_on_a_line_at_depth_three(tmp_path, monkeypatch):
+    # the search behind the 15 points at depth 4, on the 9 of depth 3 (the line bound 2^3 + 1)
+    pytest.importorskip("torch")
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from shatter_line_chain import chain_shatter
+
+    summary, problems = chain_shatter(9, 3, str(tmp_path / "line.jsonl.gz"))
+    assert summary.all_certified and summary.certified == 2 ** line_bound(3)
+    assert not problems
