@@ -102,10 +102,11 @@ def certified_rounding(
     eps: fmpq,
     classes: Sequence[object] = (0, 1),
 ) -> LNNet[fmpq] | None:
-    """The float net ``params`` (``[W_1, b_1, ..., W_L, b_L, r, c]`` as in
-    :mod:`lncapacity.adam`: width 3, class 1 where ``h . r + c_0 > 0``) with every weight rounded
-    to a dyadic rational of 12, 20, 32, then 48 bits: the first the certificate accepts on
-    ``points``, or None."""
+    """The float net ``params`` with every weight rounded to a dyadic rational of 12, 20, 32,
+    then 48 bits: the first the certificate accepts on ``points``, or None.
+
+    ``params`` is ``[W_1, b_1, ..., W_L, b_L, r, c]`` as in :mod:`lncapacity.adam` (width 3;
+    class 1 where the readout's score ``h r + c_0`` is positive)."""
     values = params
     for bits in (12, 20, 32, 48):
         layers = []

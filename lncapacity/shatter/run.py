@@ -7,13 +7,14 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from contextlib import closing
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flint import fmpq
 
 from ..arith import epsilon, exact, format_rational, json_float, shown
 from ..errors import InputError
 from ..fileformat import to_dict, to_gadget
+from ..model import LNNet
 from ..version import __version__
 from .journal import _journal_path, _locked, _resume, _writer
 from .nets import _margins, _swapped, bump_net
@@ -34,9 +35,6 @@ from .records import (
     claim_problem,
 )
 from .workers import CHUNK, _imap
-
-if TYPE_CHECKING:
-    from ..model import LNNet
 
 
 def _shatter_chunk(args: tuple[_Header, list[int], dict | Callable | None]) -> list[dict]:
