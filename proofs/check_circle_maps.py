@@ -617,16 +617,16 @@ def test_the_line_certificate_nets_at_depth_3_change_label_at_most_8_times():
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "name, most",
+    "name, every, most",
     [
-        ("shatter-line-L3-n9.jsonl.gz", 8),
-        ("shatter-line-L4-n11.jsonl.gz", 10),
-        ("shatter-line-L4-n13.jsonl.gz", 12),
-        ("shatter-line-L4-n15.jsonl.gz", 14),
+        ("shatter-line-L3-n9.jsonl.gz", 1, 8),
+        ("shatter-line-L4-n11.jsonl.gz", 1, 10),
+        ("shatter-line-L4-n13.jsonl.gz", 1, 12),
+        ("shatter-line-L4-n15.jsonl.gz", 4, 14),  # one net in four (all of them: 14 min)
     ],
 )
-def test_every_net_of_the_line_certificates_obeys_the_line_bound(name, most):
-    assert _certificate_nets_obey_the_line_bound(name, 1) >= most
+def test_every_net_of_the_line_certificates_obeys_the_line_bound(name, every, most):
+    assert _certificate_nets_obey_the_line_bound(name, every) >= most
 
 
 def _random_lnnet(rng: random.Random, L: int, eps: fmpq) -> LNNet:
