@@ -86,3 +86,31 @@ def test_identity_lemma_a_certified_net_one_layer_deeper(name):
             assert certify(deeper, X, labels_of(k, m)).all_certified
             seen.add(k)
     assert seen == set(range(2**m))
+
+
+def test_identity_lemma_with_eps_a_small_multiple_of_the_identity():
+    # the depth-3 line certificate's nets with eps = 10^-30 (they still classify), one layer
+    # t I deeper with t = 10^-20 (t^2 / eps = 10^-10), the readout's weights times
+    # sqrt(eps) / t = 10^5
+    import dataclasses
+    from pathlib import Path
+
+    from lncapacity.model import Affine
+    from lncapacity.shatter import _decode, _lines, _read_header, labels_of
+
+    path = Path(__file__).resolve().parents[1] / "certificates" / "shatter-line-L3-n9.jsonl.gz"
+    lines = _lines(path)
+    header = _read_header(next(lines)[1], path)
+    X, m = [list(p) for p in header.points], header.m
+    eps, t, scale = fmpq(1, 10**30), fmpq(1, 10**20), fmpq(10**5)
+    layer = Affine(tuple(tuple(t if i == j else 0 for j in range(3)) for i in range(3)), (0,) * 3)
+    for i, (_, rec) in enumerate(lines):
+        if "labeling" not in rec or i % 16:
+            continue
+        n = dataclasses.replace(_decode(rec, header), eps=eps)
+        y = labels_of(rec["labeling"], m)
+        assert certify(n, X, y).all_certified
+        r = n.readout
+        readout = Affine(tuple(tuple(w * scale for w in row) for row in r.W), r.b)
+        deeper = dataclasses.replace(n, layers=(*n.layers, layer), readout=readout)
+        assert certify(deeper, X, y).all_certified
