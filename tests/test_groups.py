@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sympy
+from dyadic_nets import random_net
 from flint import arb, fmpq
 from lnnet1_reader import from_dict as lnnet1_from_dict
 
@@ -29,7 +30,6 @@ from lncapacity.model import Affine, LNNet, Norm, layer_norm
 ROOT = Path(__file__).resolve().parents[1]
 Q = fmpq
 EPS = Q(1, 100)
-DYADIC_EPS = Q(1, 2**10)
 
 
 def affine(W, b):
@@ -54,28 +54,6 @@ def step_margin(x, label=1):
     x, eps = sympy.Rational(x), sympy.Rational(1, 100)
     z1 = x / sympy.sqrt(x**2 + eps) - (x - 1) / sympy.sqrt((x - 1) ** 2 + eps) - 1
     return z1 if label == 1 else -z1
-
-
-def random_net(rng, layers, d=2, k=3, eps=DYADIC_EPS, gains=True):
-    """A net with dyadic weights; ``layers`` lists ``(width, groups)``."""
-
-    def q():
-        return Q(rng.randint(-(2**12), 2**12), 2**10)
-
-    maps, norms, fan_in = [], [], d
-    for n, g in layers:
-        W = tuple(tuple(q() for _ in range(fan_in)) for _ in range(n))
-        maps.append(Affine(W, tuple(q() for _ in range(n))))
-        gain = tuple(q() for _ in range(n)) if gains else None
-        bias = tuple(q() for _ in range(n)) if gains else None
-        norms.append(Norm(gain, bias, g))
-        fan_in = n
-    readout = Affine(
-        tuple(tuple(q() for _ in range(fan_in)) for _ in range(k)), tuple(q() for _ in range(k))
-    )
-    widths = {n for n, _ in layers}
-    width = widths.pop() if len(widths) == 1 else None
-    return LNNet(d, width, eps, tuple(maps), readout, tuple(range(k)), {}, tuple(norms))
 
 
 def to_sympy(v):

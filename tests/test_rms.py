@@ -3,12 +3,14 @@ the float backends, explain, plot and trace (proofs/rmsnorm.md for the correspon
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import subprocess
 import sys
 from pathlib import Path
 
+import dyadic_nets
 import numpy as np
 import pytest
 import sympy
@@ -42,33 +44,7 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-EPS = Q(1, 2**10)
-
-
-def random_net(rng, layers, d=2, k=3, eps=EPS, gains=True, rms=True):
-    """A net with dyadic weights; ``layers`` lists ``(width, groups)``, every layer RMSNorm."""
-
-    def q():
-        return Q(rng.randint(-(2**12), 2**12), 2**10)
-
-    maps, norms, fan_in = [], [], d
-    for n, g in layers:
-        maps.append(
-            Affine(
-                tuple(tuple(q() for _ in range(fan_in)) for _ in range(n)),
-                tuple(q() for _ in range(n)),
-            )
-        )
-        gain = tuple(q() for _ in range(n)) if gains else None
-        bias = tuple(q() for _ in range(n)) if gains else None
-        norms.append(Norm(gain, bias, g, rms))
-        fan_in = n
-    readout = Affine(
-        tuple(tuple(q() for _ in range(fan_in)) for _ in range(k)), tuple(q() for _ in range(k))
-    )
-    widths = {n for n, _ in layers}
-    width = widths.pop() if len(widths) == 1 else None
-    return LNNet(d, width, eps, tuple(maps), readout, tuple(range(k)), {}, tuple(norms))
+random_net = functools.partial(dyadic_nets.random_net, rms=True)  # every layer RMSNorm
 
 
 def sympy_scores(net, x):

@@ -9,6 +9,7 @@ import json
 import math
 import random
 
+import dyadic_nets
 import numpy as np
 import pytest
 import sympy
@@ -30,29 +31,9 @@ EPS = fmpq(1, 2**17)
 ZERO = fmpq(0)
 
 
-def random_net(rng, widths, d=2, k=3, eps=EPS, gains=True):
+def random_net(rng, widths, eps=EPS, **kwargs):
     """A net with dyadic weights (as trained float weights are), layers of the given widths."""
-
-    def q():
-        return fmpq(rng.randint(-(2**12), 2**12), 2**10)
-
-    layers, norms, fan_in = [], [], d
-    for n in widths:
-        layers.append(
-            Affine(
-                tuple(tuple(q() for _ in range(fan_in)) for _ in range(n)),
-                tuple(q() for _ in range(n)),
-            )
-        )
-        norms.append(
-            Norm(tuple(q() for _ in range(n)), tuple(q() for _ in range(n))) if gains else Norm()
-        )
-        fan_in = n
-    readout = Affine(
-        tuple(tuple(q() for _ in range(fan_in)) for _ in range(k)), tuple(q() for _ in range(k))
-    )
-    width = widths[0] if len(set(widths)) == 1 else None
-    return LNNet(d, width, eps, tuple(layers), readout, tuple(range(k)), {}, tuple(norms))
+    return dyadic_nets.random_net(rng, [(n, 1) for n in widths], eps=eps, **kwargs)
 
 
 def tie_net(gain=None, bias=None, offset=ZERO):
