@@ -23,14 +23,13 @@ import time
 import numpy as np
 from flint import fmpq
 
+from lncapacity.construct.circle import SQRT3, E  # LN(E g) = sqrt(3) E g / |g|
 from lncapacity.search import certified_rounding
 from lncapacity.shatter import shatter, verify_shatter
 from lncapacity.shatter.points import labels_of
 
 # (chains per labeling, Adam steps): each pass searches again the labelings missed before
 PASSES = ((8, 500), (32, 800), (64, 1500), (128, 3000))
-# an orthonormal basis of the zero-mean plane of R^3: LN(E g) = sqrt(3) E g / |g|
-E = np.array([[1, 1 / np.sqrt(3)], [-1, 1 / np.sqrt(3)], [0, -2 / np.sqrt(3)]]) / np.sqrt(2)
 
 
 def line_points(m: int) -> list[tuple[fmpq]]:
@@ -86,11 +85,14 @@ def _leaves(P: dict) -> list:
 
 def _params(P: dict, j: int) -> list[np.ndarray]:
     """Net ``j`` of the batch as width-3 weights ``[W_1, b_1, ..., r, c]``."""
-    v = {k: [a[j].detach().numpy() for a in P[k]] for k in ("A", "c")}
-    out = [E @ P["n"][j].detach().numpy()[:, None], E @ P["c1"][j].detach().numpy()]
-    for A, c in zip(v["A"], v["c"], strict=True):
-        out += [E @ A @ E.T / np.sqrt(3), E @ c]
-    return [*out, E @ P["w"][j].detach().numpy() / np.sqrt(3), P["r"][j : j + 1].detach().numpy()]
+
+    def net(t):  # type: ignore[no-untyped-def]
+        return t[j].detach().numpy()
+
+    out = [E @ net(P["n"])[:, None], E @ net(P["c1"])]
+    for A, c in zip(P["A"], P["c"], strict=True):
+        out += [E @ net(A) @ E.T / SQRT3, E @ net(c)]
+    return [*out, E @ net(P["w"]) / SQRT3, net(P["r"]).reshape(1)]
 
 
 def _batch(args: tuple) -> list[tuple[int, list[np.ndarray] | None]]:
