@@ -57,34 +57,49 @@ def test_padding_fold_is_injective_and_reverses_order():
         assert all(a > b for a, b in itertools.pairwise(out))  # strictly reversed, certified
 
 
+def _certificate(name):
+    """A shipped certificate's header, points, point count and pairs ``(labeling, net)``, the
+    complements' nets (readout rows exchanged) included."""
+    from pathlib import Path
+
+    from lncapacity.shatter import _decode, _lines, _read_header, _swapped
+
+    path = Path(__file__).resolve().parents[1] / "certificates" / name
+    lines = _lines(path)
+    header = _read_header(next(lines)[1], path)
+
+    def nets():
+        for _, rec in lines:
+            if "labeling" in rec:
+                net = _decode(rec, header)
+                yield rec["labeling"], net
+                yield rec["complement"]["labeling"], _swapped(net)
+
+    return header, [list(p) for p in header.points], header.m, nets()
+
+
+def _times_identity(t):
+    """The layer ``h -> t h`` of width 3."""
+    from lncapacity.model import Affine
+
+    return Affine(tuple(tuple(t if i == j else 0 for j in range(3)) for i in range(3)), (0,) * 3)
+
+
 @pytest.mark.parametrize("name", ["shatter-line-L3-n9.jsonl.gz", "shatter-plane-L1-n6.jsonl.gz"])
 def test_identity_lemma_a_certified_net_one_layer_deeper(name):
     # every net of the certificate (and its complement), an identity layer appended, is
     # certified on the certificate's points with the same labels: shattered at depth L + 1
     import dataclasses
-    from pathlib import Path
 
-    from lncapacity.model import Affine
-    from lncapacity.shatter import _decode, _lines, _read_header, _swapped, labels_of
+    from lncapacity.shatter import labels_of
 
-    path = Path(__file__).resolve().parents[1] / "certificates" / name
-    lines = _lines(path)
-    header = _read_header(next(lines)[1], path)
-    X, m = [list(p) for p in header.points], header.m
-    one, zero = fmpq(1), fmpq(0)
-    identity = Affine(
-        tuple(tuple(one if i == j else zero for j in range(3)) for i in range(3)), (zero,) * 3
-    )
-    seen = set()
-    for _, rec in lines:
-        if "labeling" not in rec:
-            continue
-        net = _decode(rec, header)
-        for k, n in ((rec["labeling"], net), (rec["complement"]["labeling"], _swapped(net))):
-            deeper = dataclasses.replace(n, layers=(*n.layers, identity), norms=())
-            assert n.norms == () and deeper.depth == header.depth + 1
-            assert certify(deeper, X, labels_of(k, m)).all_certified
-            seen.add(k)
+    header, X, m, nets = _certificate(name)
+    identity, seen = _times_identity(fmpq(1)), set()
+    for k, n in nets:
+        deeper = dataclasses.replace(n, layers=(*n.layers, identity))
+        assert n.norms == () and deeper.depth == header.depth + 1
+        assert certify(deeper, X, labels_of(k, m)).all_certified
+        seen.add(k)
     assert seen == set(range(2**m))
 
 
@@ -93,22 +108,17 @@ def test_identity_lemma_with_eps_a_small_multiple_of_the_identity():
     # t I deeper with t = 10^-20 (t^2 / eps = 10^-10), the readout's weights times
     # sqrt(eps) / t = 10^5
     import dataclasses
-    from pathlib import Path
 
     from lncapacity.model import Affine
-    from lncapacity.shatter import _decode, _lines, _read_header, labels_of
+    from lncapacity.shatter import labels_of
 
-    path = Path(__file__).resolve().parents[1] / "certificates" / "shatter-line-L3-n9.jsonl.gz"
-    lines = _lines(path)
-    header = _read_header(next(lines)[1], path)
-    X, m = [list(p) for p in header.points], header.m
-    eps, t, scale = fmpq(1, 10**30), fmpq(1, 10**20), fmpq(10**5)
-    layer = Affine(tuple(tuple(t if i == j else 0 for j in range(3)) for i in range(3)), (0,) * 3)
-    for i, (_, rec) in enumerate(lines):
-        if "labeling" not in rec or i % 16:
+    _, X, m, nets = _certificate("shatter-line-L3-n9.jsonl.gz")
+    eps, layer, scale = fmpq(1, 10**30), _times_identity(fmpq(1, 10**20)), fmpq(10**5)
+    for i, (k, net) in enumerate(nets):
+        if i % 32:
             continue
-        n = dataclasses.replace(_decode(rec, header), eps=eps)
-        y = labels_of(rec["labeling"], m)
+        n = dataclasses.replace(net, eps=eps)
+        y = labels_of(k, m)
         assert certify(n, X, y).all_certified
         r = n.readout
         readout = Affine(tuple(tuple(w * scale for w in row) for row in r.W), r.b)
