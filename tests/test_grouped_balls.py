@@ -10,8 +10,9 @@ import random
 import numpy as np
 import pytest
 import sympy
+from dyadic_nets import random_net
 from flint import arb, fmpq
-from test_groups import random_net, step_net
+from test_groups import step_net
 
 from lncapacity import certify, floats
 from lncapacity.arith import precision
